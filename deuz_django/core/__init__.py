@@ -1,0 +1,144 @@
+"""The pure-Python runtime: a port of ``@deuz-sdk/core``'s agentic loop. Never imports Django.
+
+>>> from deuz_django.core import generate_text, tool
+>>> from deuz_django.core.testing import ScriptedModel, reply
+"""
+
+from ._loop import PrepareStepInfo, StepOverrides
+from .abort import AbortController, AbortSignal
+from .agents import agent_tool
+from .approvals import ToolApprovalRequest, ToolApprovalResponse
+from .deps import Clock, Deps, PriceProvider, SystemClock
+from .exceptions import (
+    CheckpointNotFoundError,
+    DeuzError,
+    InvalidInputError,
+    MalformedEventError,
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelTimeoutError,
+    ProviderNotInstalledError,
+    RateLimitError,
+    RunCompletedError,
+    ScriptExhaustedError,
+)
+from .generate import (
+    CallOptions,
+    GenerateOptions,
+    StreamChatResult,
+    generate_text,
+    stream_chat,
+)
+from .messages import (
+    ImagePart,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from .model import ForcedTool, LanguageModel, ModelEvent, ModelRequest, ToolDefinition
+from .parts import (
+    CostPart,
+    ErrorPart,
+    FinishPart,
+    ReasoningDeltaPart,
+    StepFinishPart,
+    StepStartPart,
+    StreamPart,
+    SubAgentPart,
+    TextDeltaPart,
+    ToolApprovalRequestPart,
+    ToolCallDeltaPart,
+    ToolCallPart,
+    ToolOutputPart,
+    ToolStatePart,
+)
+from .results import GenerateTextResult, StepResult
+from .stop import (
+    StepInfo,
+    StopCondition,
+    cost_exceeds,
+    duration_exceeds,
+    has_tool_call,
+    step_count_is,
+    total_tokens_exceed,
+)
+from .tools import Tool, ToolCall, ToolContext, ToolResult, tool
+from .usage import EMPTY_USAGE, FinishReason, Usage
+
+__all__ = [
+    "EMPTY_USAGE",
+    "AbortController",
+    "AbortSignal",
+    "CallOptions",
+    "CheckpointNotFoundError",
+    "Clock",
+    "CostPart",
+    "Deps",
+    "DeuzError",
+    "ErrorPart",
+    "FinishPart",
+    "FinishReason",
+    "ForcedTool",
+    "GenerateOptions",
+    "GenerateTextResult",
+    "ImagePart",
+    "InvalidInputError",
+    "LanguageModel",
+    "MalformedEventError",
+    "Message",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelEvent",
+    "ModelHTTPError",
+    "ModelRequest",
+    "ModelTimeoutError",
+    "Part",
+    "PrepareStepInfo",
+    "PriceProvider",
+    "ProviderNotInstalledError",
+    "RateLimitError",
+    "ReasoningDeltaPart",
+    "ReasoningPart",
+    "RunCompletedError",
+    "ScriptExhaustedError",
+    "StepFinishPart",
+    "StepInfo",
+    "StepOverrides",
+    "StepResult",
+    "StepStartPart",
+    "StopCondition",
+    "StreamChatResult",
+    "StreamPart",
+    "SubAgentPart",
+    "SystemClock",
+    "TextDeltaPart",
+    "TextPart",
+    "Tool",
+    "ToolApprovalRequest",
+    "ToolApprovalRequestPart",
+    "ToolApprovalResponse",
+    "ToolCall",
+    "ToolCallDeltaPart",
+    "ToolCallPart",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolOutputPart",
+    "ToolResult",
+    "ToolResultPart",
+    "ToolStatePart",
+    "ToolUsePart",
+    "Usage",
+    "agent_tool",
+    "cost_exceeds",
+    "duration_exceeds",
+    "generate_text",
+    "has_tool_call",
+    "step_count_is",
+    "stream_chat",
+    "tool",
+    "total_tokens_exceed",
+]

@@ -1,0 +1,166 @@
+"""Running one batch of tool calls: concurrency, outcomes and timeouts (SPEC R3.13–R3.16)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ._approval import Denial
+from .abort import AbortController, any_signal
+from .approvals import ToolApprovalRequest
+from .deps import Deps
+from .tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
+
+
+class SubAgentSuspension(Exception):
+    """A durable sub-agent suspended on approvals; it ends the step, it is not a tool error."""
+
+    def __init__(self, requests: Sequence[ToolApprovalRequest]) -> None:
+        super().__init__(f"{len(requests)} sub-agent approval(s) pending")
+        self.requests = tuple(requests)
+
+
+def format_ms(ms: float) -> str:
+    """Milliseconds the way the reference prints numbers (``50``, not ``50.0``)."""
+    return str(int(ms)) if float(ms).is_integer() else str(ms)
+
+
+def denial_text(denial: Denial) -> str:
+    if denial.reason:
+        return f"Tool call denied. Reason: {denial.reason}"
+    return "Tool call denied."
+
+
+def unknown_tool_text(name: str, tools: Mapping[str, Tool]) -> str:
+    if not tools:
+        return f'No such tool: "{name}". No tools are available.'
+    return f'No such tool: "{name}". Available tools: {", ".join(tools)}.'
+
+
+async def _call_execute(declared: Tool, args: Any, ctx: ToolContext) -> Any:
+    """Await async tools in place; run sync ones in a worker thread."""
+    assert declared.execute is not None
+    if inspect.iscoroutinefunction(declared.execute):
+        return await declared.execute(args, ctx)
+    result = await asyncio.to_thread(declared.execute, args, ctx)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _with_timeout(
+    declared: Tool, args: Any, ctx: ToolContext, cap_ms: float, deps: Deps
+) -> tuple[bool, Any]:
+    """Race the tool against the injected clock; on expiry abort its signal and abandon it."""
+    timeout = AbortController()
+    signal = any_signal(ctx.signal, timeout.signal)
+    ctx = replace(ctx, signal=signal)
+    work = asyncio.ensure_future(_call_execute(declared, args, ctx))
+    timer = asyncio.ensure_future(deps.clock.sleep(cap_ms))
+    try:
+        await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+    if work.done():
+        return False, work.result()
+    timeout.abort(TimeoutError(f"Tool execution exceeded {format_ms(cap_ms)}ms."))
+    work.cancel()
+    work.add_done_callback(_swallow)
+    return True, None
+
+
+def _swallow(task: asyncio.Future[Any]) -> None:
+    """An abandoned execution's late result or exception is dropped on purpose."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def run_one(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    denials: Mapping[str, Denial],
+    ctx: ToolContext,
+    deps: Deps,
+) -> ToolResult:
+    """One call's outcome, in the reference's precedence order (R3.14)."""
+
+    def error(text: str) -> ToolResult:
+        return ToolResult(call.tool_call_id, call.tool_name, text, True)
+
+    denial = denials.get(call.tool_call_id)
+    if denial is not None:
+        return error(denial_text(denial))
+    declared = tools.get(call.tool_name)
+    if declared is None:
+        return error(unknown_tool_text(call.tool_name, tools))
+    if declared.execute is None:
+        return error("No server-side executor.")
+    args = call.args
+    if declared.validate is not None:
+        try:
+            args = declared.validate(args)
+        except ToolArgumentsError as exc:
+            return error(f"Invalid arguments: {exc}")
+    try:
+        if declared.timeout_ms is not None and declared.timeout_ms > 0:
+            timed_out, value = await _with_timeout(
+                declared, args, ctx, declared.timeout_ms, deps
+            )
+            if timed_out:
+                return error(
+                    f"Tool '{call.tool_name}' timed out after "
+                    f"{format_ms(declared.timeout_ms)}ms and was abandoned."
+                )
+        else:
+            value = await _call_execute(declared, args, ctx)
+    except SubAgentSuspension:
+        raise
+    except Exception as exc:
+        message = str(exc)
+        return error(message or f"Tool '{call.tool_name}' threw during execution.")
+    return ToolResult(call.tool_call_id, call.tool_name, value)
+
+
+async def run_batch(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    denials: Mapping[str, Denial],
+    make_context: Callable[[ToolCall], ToolContext],
+    deps: Deps,
+    max_concurrency: int,
+) -> list[ToolResult]:
+    """Run calls with a worker pool; results in call order (R3.13).
+
+    Every call runs even when a sub-agent suspends, so two suspending sub-agents in one batch
+    both surface their requests; the batch's results are then discarded (R9.9).
+    """
+    results: list[ToolResult | None] = [None] * len(calls)
+    suspensions: dict[int, SubAgentSuspension] = {}
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < len(calls):
+            index = next_index
+            next_index += 1
+            call = calls[index]
+            try:
+                results[index] = await run_one(
+                    call, tools, denials, make_context(call), deps
+                )
+            except SubAgentSuspension as suspension:
+                suspensions[index] = suspension
+
+    width = max(1, min(max_concurrency, len(calls)))
+    if width == 1:
+        await worker()
+    else:
+        await asyncio.gather(*(worker() for _ in range(width)))
+    if suspensions:
+        raise SubAgentSuspension(
+            [r for index in sorted(suspensions) for r in suspensions[index].requests]
+        )
+    return [r for r in results if r is not None]

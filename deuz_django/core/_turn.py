@@ -1,0 +1,140 @@
+"""Collecting one model turn into an assistant message and its tool calls (SPEC R1.3–R1.5)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .messages import Message, Part, ReasoningPart, TextPart, ToolUsePart
+from .model import ModelEvent
+from .parts import (
+    FinishPart,
+    ReasoningDeltaPart,
+    StreamPart,
+    TextDeltaPart,
+    ToolCallDeltaPart,
+    ToolCallPart,
+    ToolStatePart,
+)
+from .tools import ToolCall
+from .usage import EMPTY_USAGE, FinishReason, Usage
+
+
+def parse_arguments(text: str) -> Any:
+    """R1.4: empty → ``{}``, valid JSON → its value, anything else → the raw string."""
+    if text == "":
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    name: str = ""
+    args_text: str = ""
+    provider_metadata: dict[str, Any] | None = None
+    complete_input: Any = None
+    complete: bool = False
+
+
+@dataclass(slots=True)
+class Turn:
+    """Accumulates the events of one model call."""
+
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    reasoning_signature: str | None = None
+    encrypted: list[ReasoningPart] = field(default_factory=list)
+    calls: dict[str, _PendingCall] = field(default_factory=dict)
+    finish_reason: FinishReason | None = None
+    usage: Usage | None = None
+    provider_metadata: dict[str, Any] | None = None
+
+    def add(self, event: ModelEvent) -> tuple[StreamPart, ...]:
+        """Record ``event``; return the parts to stream for it (in order)."""
+        if isinstance(event, TextDeltaPart):
+            self.text.append(event.text)
+            return (event,)
+        if isinstance(event, ReasoningDeltaPart):
+            if event.encrypted:
+                self.encrypted.append(
+                    ReasoningPart(event.text, event.signature, encrypted=True)
+                )
+            else:
+                self.reasoning.append(event.text)
+                if event.signature is not None:
+                    self.reasoning_signature = event.signature
+            return (event,)
+        if isinstance(event, ToolCallDeltaPart):
+            pending = self.calls.get(event.id)
+            prefix: tuple[StreamPart, ...] = ()
+            if pending is None:
+                pending = self.calls[event.id] = _PendingCall()
+                prefix = (ToolStatePart(event.id, "input-streaming", event.name),)
+            if event.name:
+                pending.name = event.name
+            pending.args_text += event.args_text_delta
+            if event.provider_metadata is not None:
+                pending.provider_metadata = event.provider_metadata
+            return (*prefix, event)
+        if isinstance(event, ToolCallPart):
+            pending = self.calls.setdefault(event.tool_call_id, _PendingCall())
+            pending.name = event.tool_name
+            pending.complete_input = event.input
+            pending.complete = True
+            return ()
+        if isinstance(event, FinishPart):
+            self.finish_reason = event.finish_reason
+            self.usage = event.usage
+            self.provider_metadata = event.provider_metadata
+            return ()
+        raise TypeError(f"model emitted an unsupported event: {event!r}")
+
+    @property
+    def step_usage(self) -> Usage:
+        return self.usage or EMPTY_USAGE
+
+    @property
+    def text_value(self) -> str:
+        return "".join(self.text)
+
+    @property
+    def reasoning_text(self) -> str:
+        return "".join(self.reasoning)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(
+                call_id,
+                pending.name,
+                pending.complete_input
+                if pending.complete
+                else parse_arguments(pending.args_text),
+            )
+            for call_id, pending in self.calls.items()
+        )
+
+    def assistant_message(self, calls: tuple[ToolCall, ...]) -> Message:
+        """R1.3 content order: encrypted reasoning, reasoning, text, tool uses."""
+        content: list[Part] = list(self.encrypted)
+        if self.reasoning_text:
+            content.append(ReasoningPart(self.reasoning_text, self.reasoning_signature))
+        if self.text_value:
+            content.append(TextPart(self.text_value))
+        content.extend(
+            ToolUsePart(
+                call.tool_call_id,
+                call.tool_name,
+                call.args,
+                self.calls[call.tool_call_id].provider_metadata,
+            )
+            for call in calls
+        )
+        metadata = None
+        phase = (self.provider_metadata or {}).get("openai", {}).get("phase")
+        if phase is not None:
+            metadata = {"openai": {"phase": phase}}
+        return Message("assistant", tuple(content), metadata)

@@ -1,0 +1,165 @@
+"""Sub-agents: a whole tool loop behind one tool call (SPEC §9, D2, D8).
+
+The child runs the streaming loop; its parts are forwarded to a streaming parent as
+``sub-agent`` parts tagged with the child's agent path, and its usage is folded into the
+parent's. Under a durable parent, the child checkpoints under
+``{parent_run_id}::{name}#{tool_call_id}``; a gated call inside it suspends the child and the
+parent, and the verdicts given to the parent's resume are forwarded down to settle it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from ._execution import SubAgentSuspension
+from ._loop import LoopOptions, LoopRun, ResumePoint
+from .durable._checkpointer import load_checkpoint
+from .durable.checkpoint import AgentCheckpoint
+from .durable.session import DurableSession
+from .messages import Message
+from .model import LanguageModel
+from .parts import ErrorPart, SubAgentPart, ToolApprovalRequestPart
+from .results import StepResult
+from .stop import StopCondition
+from .tools import (
+    NeedsApproval,
+    Tool,
+    ToolArgumentsError,
+    ToolContext,
+    ToolSet,
+    coerce_tools,
+)
+from .usage import EMPTY_USAGE
+
+PROMPT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "prompt": {"type": "string", "description": "The task for the sub-agent."}
+    },
+    "required": ["prompt"],
+    "additionalProperties": False,
+}
+NO_ANSWER = "(the sub-agent finished without a text answer)"
+
+
+def _no_session_message(name: str) -> str:
+    return (
+        f"agentTool '{name}': a sub-agent tool call needs approval. Client-mode approval "
+        "inside a sub-agent is not supported yet without a durable session — pass a "
+        "server-mode approveToolCall on the parent call, or add `session` (1.5 durable "
+        "sessions) so the run can suspend and resume."
+    )
+
+
+def _answer(steps: Sequence[StepResult]) -> str:
+    """R9.6: the last step's text, else the latest earlier text, else a placeholder."""
+    for step in reversed(steps):
+        if step.text.strip():
+            return step.text
+    return NO_ANSWER
+
+
+def _completed_answer(checkpoint: AgentCheckpoint) -> str:
+    for message in reversed(checkpoint.messages):
+        if message.role == "assistant" and message.text.strip():
+            return message.text
+    return NO_ANSWER
+
+
+def _validate_prompt(args: Any) -> dict[str, str]:
+    if not isinstance(args, dict) or not isinstance(args.get("prompt"), str):
+        raise ToolArgumentsError(["prompt: expected a string"])
+    return {"prompt": args["prompt"]}
+
+
+def agent_tool(
+    *,
+    name: str,
+    model: LanguageModel,
+    description: str | None = None,
+    system: str | None = None,
+    tools: ToolSet | Sequence[Tool] | None = None,
+    max_steps: int = 10,
+    max_depth: int = 2,
+    needs_approval: NeedsApproval = False,
+    sub_agent_stream: Literal["full", "none"] = "full",
+    stop_when: Sequence[StopCondition] = (),
+    approval_permission: str | None = None,
+) -> Tool:
+    """A tool that runs a sub-agent on ``prompt`` and returns its final answer."""
+    child_tools = coerce_tools(tools)
+
+    async def execute(args: dict[str, str], ctx: ToolContext) -> str:
+        path = (*ctx.agent_path, name)
+        if len(path) > max_depth:
+            raise RuntimeError(
+                f"agentTool '{name}': max agent depth {max_depth} reached ({' > '.join(path)})."
+            )
+        messages: tuple[Message, ...] = (
+            *((Message("system", system),) if system is not None else ()),
+            Message("user", args["prompt"]),
+        )
+        session = None
+        resume_from = None
+        if ctx.session is not None and ctx.session.run_id is not None:
+            key = f"{ctx.session.run_id}::{name}#{ctx.tool_call_id}"
+            session = DurableSession(ctx.session.store, key)
+            existing = await load_checkpoint(ctx.session.store, key)
+            if existing is not None and existing.status == "completed":
+                return _completed_answer(existing)  # D8: resumed, never restarted
+            if existing is not None:
+                messages = existing.messages
+                resume_from = ResumePoint(existing.step_index, existing.usage)
+            else:
+                resume_from = ResumePoint(0, EMPTY_USAGE)
+        child = LoopRun(
+            LoopOptions(
+                model=model,
+                messages=messages,
+                tools=child_tools,
+                max_steps=max_steps,
+                stop_when=tuple(stop_when),
+                approve_tool_call=ctx.approve_tool_call,
+                approval_responses=ctx.approval_responses,
+                approval_signer=ctx.approval_signer,
+                approval_max_age_ms=ctx.approval_max_age_ms,
+                signal=ctx.signal,
+                session=session,
+                deps=ctx.deps,
+                agent_path=path,
+                root_run_id=ctx.root_run_id,
+                resume_from=resume_from,
+            )
+        )
+        requests = []
+        async for part in child.stream():
+            if sub_agent_stream == "full" and ctx.emit_part is not None:
+                ctx.emit_part(
+                    part if isinstance(part, SubAgentPart) else SubAgentPart(path, part)
+                )
+            if isinstance(part, ToolApprovalRequestPart):
+                request = part.request
+                if not request.agent_path:
+                    request = replace(request, agent_path=path)
+                requests.append(request)
+            elif isinstance(part, ErrorPart):
+                raise part.error
+        result = child.result()
+        ctx.report_usage(result.usage)
+        if requests:
+            if session is None:
+                raise RuntimeError(_no_session_message(name))
+            raise SubAgentSuspension(requests)
+        return _answer(result.steps)
+
+    return Tool(
+        name=name,
+        description=description,
+        parameters=PROMPT_SCHEMA,
+        execute=execute,
+        validate=_validate_prompt,
+        needs_approval=needs_approval,
+        approval_permission=approval_permission,
+    )

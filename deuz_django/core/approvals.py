@@ -1,0 +1,132 @@
+"""Approval requests and verdicts: data, never exceptions (SPEC R1.15)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .exceptions import InvalidInputError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolApprovalRequest:
+    """A gated tool call waiting for a verdict; ``agent_path`` names the asking sub-agent."""
+
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+    input: Any
+    agent_path: tuple[str, ...] | None = None
+    token: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form, keys in the reference's order (the signer's payload depends on it)."""
+        out: dict[str, Any] = {
+            "approvalId": self.approval_id,
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "input": self.input,
+        }
+        if self.agent_path:
+            out["agentPath"] = list(self.agent_path)
+        if self.token is not None:
+            out["token"] = self.token
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, *, path: str = "approval") -> ToolApprovalRequest:
+        if isinstance(data, ToolApprovalRequest):
+            return data
+        if not isinstance(data, dict):
+            raise InvalidInputError(f"{path}: expected an object")
+        for key in ("approvalId", "toolCallId", "toolName"):
+            if not isinstance(data.get(key), str):
+                raise InvalidInputError(f"{path}.{key}: expected a string")
+        agent_path = data.get("agentPath")
+        if agent_path is not None and (
+            not isinstance(agent_path, list)
+            or not all(isinstance(p, str) for p in agent_path)
+        ):
+            raise InvalidInputError(f"{path}.agentPath: expected a list of strings")
+        token = data.get("token")
+        if token is not None and not isinstance(token, str):
+            raise InvalidInputError(f"{path}.token: expected a string")
+        return cls(
+            approval_id=data["approvalId"],
+            tool_call_id=data["toolCallId"],
+            tool_name=data["toolName"],
+            input=data.get("input"),
+            agent_path=tuple(agent_path) if agent_path else None,
+            token=token,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolApprovalResponse:
+    """A verdict on one approval; an approving verdict echoes the request's signed token."""
+
+    approval_id: str
+    approved: bool
+    reason: str | None = None
+    token: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "approvalId": self.approval_id,
+            "approved": self.approved,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.token is not None:
+            out["token"] = self.token
+        return out
+
+    @classmethod
+    def from_json(
+        cls, data: Any, *, path: str = "approval_response"
+    ) -> ToolApprovalResponse:
+        """Accept the JSON form (``approvalId``) or Python keywords (``approval_id``)."""
+        if isinstance(data, ToolApprovalResponse):
+            return data
+        if not isinstance(data, dict):
+            raise InvalidInputError(f"{path}: expected an object")
+        approval_id = data.get("approvalId", data.get("approval_id"))
+        if not isinstance(approval_id, str) or not approval_id:
+            raise InvalidInputError(f"{path}.approvalId: expected a non-empty string")
+        approved = data.get("approved")
+        if not isinstance(approved, bool):
+            raise InvalidInputError(f"{path}.approved: expected a boolean")
+        reason = data.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInputError(f"{path}.reason: expected a string")
+        token = data.get("token")
+        if token is not None and not isinstance(token, str):
+            # The token's value is never echoed back (R12.1).
+            raise InvalidInputError(f"{path}.token: expected a string")
+        return cls(
+            approval_id=approval_id, approved=approved, reason=reason, token=token
+        )
+
+
+def coerce_approval_responses(
+    responses: Iterable[ToolApprovalResponse | dict[str, Any]] | None,
+) -> tuple[ToolApprovalResponse, ...] | None:
+    if responses is None:
+        return None
+    if isinstance(responses, dict | str):
+        raise InvalidInputError("approval_responses: expected a list of verdicts")
+    return tuple(
+        ToolApprovalResponse.from_json(item, path=f"approval_responses[{i}]")
+        for i, item in enumerate(responses)
+    )
+
+
+class ApprovalSignerLike(Protocol):
+    """What the loop needs of a signer (see ``durable.create_approval_signer``)."""
+
+    def sign(self, request: ToolApprovalRequest, run_id: str | None = None) -> str: ...
+
+    def verify(
+        self, token: object, max_age_ms: float | None = None
+    ) -> dict[str, Any] | None: ...

@@ -1,0 +1,61 @@
+"""Injected dependencies: the clock, id generation, logging and pricing.
+
+Everything the loop would otherwise read from globals comes in through ``deps=Deps(...)`` so
+tests can pin time, ids and log output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from .usage import Usage
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Milliseconds since the epoch, and a sleep measured on the same clock."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, ms: float) -> None: ...
+
+
+class SystemClock:
+    """The wall clock in whole milliseconds, as JS ``Date.now()``, with ``asyncio.sleep``."""
+
+    def now(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    async def sleep(self, ms: float) -> None:
+        await asyncio.sleep(ms / 1000)
+
+
+class Logger(Protocol):
+    def error(self, msg: str, /, *args: object, **kwargs: object) -> None: ...
+
+    def warning(self, msg: str, /, *args: object, **kwargs: object) -> None: ...
+
+
+@runtime_checkable
+class PriceProvider(Protocol):
+    """Prices a usage in USD for a model id; ``None`` when the model is unknown."""
+
+    def price_usage(self, model_id: str, usage: Usage) -> float | None: ...
+
+
+def _random_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deps:
+    clock: Clock = field(default_factory=SystemClock)
+    generate_id: Callable[[], str] = _random_id
+    logger: Logger = field(default_factory=lambda: logging.getLogger("deuz_django"))
+    price_provider: PriceProvider | None = None

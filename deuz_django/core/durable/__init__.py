@@ -1,0 +1,37 @@
+"""Durable execution: checkpoints at every step boundary, resume, the codec and the signer.
+
+>>> store = create_in_memory_session_store()
+>>> result = await generate_text(..., session=DurableSession(store=store, run_id="run-42"))
+>>> resumed = await resume_from_checkpoint(store, "run-42", model=model, tools=tools,
+...     approval_responses=[{"approval_id": "toolu_abc", "approved": True, "token": token}])
+"""
+
+from ..exceptions import CheckpointNotFoundError, RunCompletedError
+from .checkpoint import CHECKPOINT_VERSION, AgentCheckpoint, CheckpointStatus
+from .codec import deserialize_checkpoint, serialize_checkpoint
+from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
+from .session import (
+    DurableSession,
+    InMemorySessionStore,
+    SessionStore,
+    create_in_memory_session_store,
+)
+from .signer import ApprovalSigner, create_approval_signer
+
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "AgentCheckpoint",
+    "ApprovalSigner",
+    "CheckpointNotFoundError",
+    "CheckpointStatus",
+    "DurableSession",
+    "InMemorySessionStore",
+    "RunCompletedError",
+    "SessionStore",
+    "create_approval_signer",
+    "create_in_memory_session_store",
+    "deserialize_checkpoint",
+    "resume_from_checkpoint",
+    "resume_stream_from_checkpoint",
+    "serialize_checkpoint",
+]

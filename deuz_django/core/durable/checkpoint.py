@@ -1,0 +1,116 @@
+"""The checkpoint: a plain-data snapshot of a run at a step boundary (SPEC R6.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from ..approvals import ToolApprovalRequest
+from ..exceptions import InvalidInputError
+from ..messages import Message, message_from_json
+from ..usage import Usage
+
+CheckpointStatus = Literal["running", "suspended", "completed"]
+CHECKPOINT_STATUSES: frozenset[str] = frozenset(get_args(CheckpointStatus))
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentCheckpoint:
+    """What a store keeps per run: the full immutable history plus the run's counters.
+
+    ``usage`` is cumulative over every leg of the run; ``step_index`` counts every boundary
+    ever saved; ``pending_approvals`` is set on an approval break; ``agent_path`` on the
+    checkpoints of sub-agents.
+    """
+
+    version: int = CHECKPOINT_VERSION
+    run_id: str
+    step_id: str
+    step_index: int
+    status: CheckpointStatus
+    messages: tuple[Message, ...]
+    usage: Usage
+    pending_approvals: tuple[ToolApprovalRequest, ...] | None = None
+    agent_path: tuple[str, ...] | None = None
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form, keys in the reference's order (bytes stay ``bytes``)."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "runId": self.run_id,
+            "stepId": self.step_id,
+            "stepIndex": self.step_index,
+            "status": self.status,
+            "messages": [m.to_json() for m in self.messages],
+            "usage": self.usage.to_json(),
+        }
+        if self.pending_approvals:
+            out["pendingApprovals"] = [r.to_json() for r in self.pending_approvals]
+        if self.agent_path:
+            out["agentPath"] = list(self.agent_path)
+        out["createdAt"] = self.created_at
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> AgentCheckpoint:
+        """Validate the JSON form; an unknown ``version`` is refused, never guessed at."""
+        if not isinstance(data, dict):
+            raise InvalidInputError(
+                f"checkpoint: expected an object, got {type(data).__name__}"
+            )
+        version = data.get("version")
+        if version != CHECKPOINT_VERSION:
+            raise InvalidInputError(
+                f"checkpoint.version: unsupported checkpoint schema version {version!r} "
+                f"(this runtime reads version {CHECKPOINT_VERSION})"
+            )
+        for key in ("runId", "stepId"):
+            if not isinstance(data.get(key), str):
+                raise InvalidInputError(f"checkpoint.{key}: expected a string")
+        step_index = data.get("stepIndex")
+        if isinstance(step_index, bool) or not isinstance(step_index, int):
+            raise InvalidInputError("checkpoint.stepIndex: expected an integer")
+        status = data.get("status")
+        if status not in CHECKPOINT_STATUSES:
+            raise InvalidInputError(
+                f"checkpoint.status: expected running, suspended or completed, got {status!r}"
+            )
+        raw_messages = data.get("messages")
+        if not isinstance(raw_messages, list):
+            raise InvalidInputError("checkpoint.messages: expected a list")
+        raw_pending = data.get("pendingApprovals")
+        if raw_pending is not None and not isinstance(raw_pending, list):
+            raise InvalidInputError("checkpoint.pendingApprovals: expected a list")
+        agent_path = data.get("agentPath")
+        if agent_path is not None and (
+            not isinstance(agent_path, list)
+            or not all(isinstance(p, str) for p in agent_path)
+        ):
+            raise InvalidInputError("checkpoint.agentPath: expected a list of strings")
+        created_at = data.get("createdAt")
+        if isinstance(created_at, bool) or not isinstance(created_at, int | float):
+            raise InvalidInputError("checkpoint.createdAt: expected a number")
+        return cls(
+            version=version,
+            run_id=data["runId"],
+            step_id=data["stepId"],
+            step_index=step_index,
+            status=status,
+            messages=tuple(
+                message_from_json(m, path=f"checkpoint.messages[{i}]")
+                for i, m in enumerate(raw_messages)
+            ),
+            usage=Usage.from_json(data.get("usage"), path="checkpoint.usage"),
+            pending_approvals=tuple(
+                ToolApprovalRequest.from_json(
+                    r, path=f"checkpoint.pendingApprovals[{i}]"
+                )
+                for i, r in enumerate(raw_pending)
+            )
+            if raw_pending
+            else None,
+            agent_path=tuple(agent_path) if agent_path else None,
+            created_at=created_at,
+        )

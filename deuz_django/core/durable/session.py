@@ -1,0 +1,56 @@
+"""The storage seam: ``SessionStore``, ``DurableSession`` and the in-memory reference store."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .checkpoint import AgentCheckpoint
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Two required methods over any backend; sync or async implementations both work.
+
+    ``save`` receives the latest snapshot at every boundary (latest save wins per run id);
+    ``load`` returns the latest checkpoint or ``None``. Stores may also offer
+    ``delete(run_id)`` and ``list() -> list[str]`` for tooling; the loops never call them.
+    """
+
+    def save(self, checkpoint: AgentCheckpoint) -> Awaitable[None] | None: ...
+
+    def load(
+        self, run_id: str
+    ) -> AgentCheckpoint | Awaitable[AgentCheckpoint | None] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DurableSession:
+    """Opt-in durability for one call: where to checkpoint, and under which run id."""
+
+    store: SessionStore
+    run_id: str | None = None
+
+
+class InMemorySessionStore:
+    """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5)."""
+
+    def __init__(self) -> None:
+        self._checkpoints: dict[str, AgentCheckpoint] = {}
+
+    def save(self, checkpoint: AgentCheckpoint) -> None:
+        self._checkpoints[checkpoint.run_id] = checkpoint
+
+    def load(self, run_id: str) -> AgentCheckpoint | None:
+        return self._checkpoints.get(run_id)
+
+    def delete(self, run_id: str) -> None:
+        self._checkpoints.pop(run_id, None)
+
+    def list(self) -> list[str]:
+        return list(self._checkpoints)
+
+
+def create_in_memory_session_store() -> InMemorySessionStore:
+    return InMemorySessionStore()

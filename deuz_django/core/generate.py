@@ -1,0 +1,326 @@
+"""The two entry points, ``generate_text`` and ``stream_chat``, over one engine.
+
+``generate_text`` drains the engine into a :class:`GenerateTextResult`; ``stream_chat``
+returns a :class:`StreamChatResult` at once, whose work starts when something pulls on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any, Required, TypedDict, Unpack
+
+from ._loop import LoopOptions, LoopRun, PrepareStep, ResumePoint, ResumeSource
+from .abort import AbortSignal
+from .approvals import (
+    ApprovalSignerLike,
+    ToolApprovalResponse,
+    coerce_approval_responses,
+)
+from .deps import Deps
+from .durable.session import DurableSession
+from .exceptions import InvalidInputError
+from .messages import Message, coerce_messages
+from .model import LanguageModel
+from .parts import ErrorPart, StreamPart, TextDeltaPart
+from .results import GenerateTextResult
+from .stop import StopCondition
+from .tools import ServerApprover, Tool, ToolSet, coerce_tools
+from .usage import FinishReason, Usage
+
+
+class CallOptions(TypedDict, total=False):
+    """Options every loop call takes, resume legs included."""
+
+    model: Required[LanguageModel]
+    tools: ToolSet | Sequence[Tool] | None
+    max_steps: int
+    stop_when: StopCondition | Sequence[StopCondition] | None
+    prepare_step: PrepareStep | None
+    approve_tool_call: ServerApprover | None
+    approval_responses: Sequence[ToolApprovalResponse | dict[str, Any]] | None
+    approval_signer: ApprovalSignerLike | None
+    approval_max_age_ms: float | None
+    max_tool_concurrency: int
+    signal: AbortSignal | None
+    deps: Deps | None
+
+
+class GenerateOptions(CallOptions, total=False):
+    """A fresh call also takes ``messages`` or ``prompt``, ``system`` and ``session``."""
+
+    messages: Sequence[Message | dict[str, Any]]
+    prompt: str
+    system: str | None
+    session: DurableSession | None
+
+
+_CALL_KEYS = frozenset(CallOptions.__annotations__)
+_GENERATE_KEYS = _CALL_KEYS | frozenset(GenerateOptions.__annotations__)
+
+
+def _positive_int(options: dict[str, Any], key: str, default: int) -> int:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{key}: expected a positive integer, got {value!r}")
+    return value
+
+
+def loop_options(
+    options: dict[str, Any],
+    *,
+    allowed: frozenset[str] = _GENERATE_KEYS,
+    messages: tuple[Message, ...] | None = None,
+    **internal: Any,
+) -> LoopOptions:
+    """Validate caller options into :class:`LoopOptions`, naming the bad option on error."""
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(f"unexpected option(s): {', '.join(unknown)}")
+    if "model" not in options:
+        raise TypeError("missing required option: model")
+    if messages is None:
+        messages = _input_messages(options)
+    stop_when = options.get("stop_when")
+    if stop_when is None:
+        stop_when = ()
+    elif callable(stop_when):
+        stop_when = (stop_when,)
+    approval_max_age_ms = options.get("approval_max_age_ms")
+    if approval_max_age_ms is not None and (
+        isinstance(approval_max_age_ms, bool)
+        or not isinstance(approval_max_age_ms, int | float)
+    ):
+        raise InvalidInputError(
+            "approval_max_age_ms: expected a number of milliseconds"
+        )
+    return LoopOptions(
+        model=options["model"],
+        messages=messages,
+        tools=coerce_tools(options.get("tools")),
+        max_steps=_positive_int(options, "max_steps", 1),
+        stop_when=tuple(stop_when),
+        prepare_step=options.get("prepare_step"),
+        approve_tool_call=options.get("approve_tool_call"),
+        approval_responses=coerce_approval_responses(options.get("approval_responses")),
+        approval_signer=options.get("approval_signer"),
+        approval_max_age_ms=approval_max_age_ms,
+        max_tool_concurrency=_positive_int(options, "max_tool_concurrency", 5),
+        signal=options.get("signal"),
+        session=options.get("session"),
+        deps=options.get("deps") or Deps(),
+        **internal,
+    )
+
+
+def _input_messages(options: dict[str, Any]) -> tuple[Message, ...]:
+    has_messages = options.get("messages") is not None
+    prompt = options.get("prompt")
+    if has_messages == (prompt is not None):
+        raise InvalidInputError("pass exactly one of messages or prompt")
+    if prompt is not None:
+        if not isinstance(prompt, str):
+            raise InvalidInputError("prompt: expected a string")
+        history: tuple[Message, ...] = (Message("user", prompt),)
+    else:
+        history = coerce_messages(options["messages"])
+    system = options.get("system")
+    if system is not None:
+        if not isinstance(system, str):
+            raise InvalidInputError("system: expected a string")
+        history = (Message("system", system), *history)
+    return history
+
+
+async def drain(run: LoopRun) -> GenerateTextResult:
+    async for _ in run.stream():
+        pass
+    return run.result()
+
+
+async def generate_text(**options: Unpack[GenerateOptions]) -> GenerateTextResult:
+    """Run the loop to the end of this leg and return its buffered result.
+
+    A failure (model error, hook error) is raised; a suspension is not a failure — read
+    ``result.pending_approvals``.
+    """
+    return await drain(LoopRun(loop_options(dict(options))))
+
+
+def stream_chat(**options: Unpack[GenerateOptions]) -> StreamChatResult:
+    """Start a streaming leg; returns at once with ``run_id`` set (on durable calls).
+
+    Invalid options surface as an ``error`` part and rejected awaitables, never a raise.
+    """
+    try:
+        run = LoopRun(loop_options(dict(options)))
+    except (InvalidInputError, TypeError) as error:
+        return StreamChatResult.failed(error, run_id=_session_run_id(options))
+    return StreamChatResult(run)
+
+
+def _session_run_id(options: Any) -> str | None:
+    session = options.get("session") if isinstance(options, dict) else None
+    return session.run_id if isinstance(session, DurableSession) else None
+
+
+def resume_run(
+    store: Any,
+    run_id: str,
+    options: dict[str, Any],
+    *,
+    resume_from: ResumePoint | None = None,
+) -> LoopRun:
+    """A leg that resumes ``run_id`` from ``store`` (the checkpoint loads when it starts)."""
+    options = {**options, "approval_responses": options.get("approval_responses") or ()}
+    return LoopRun(
+        loop_options(
+            options,
+            allowed=_CALL_KEYS,
+            messages=(),
+            resume_source=ResumeSource(store, run_id),
+            resume_from=resume_from,
+        )
+    )
+
+
+class StreamChatResult:
+    """A streaming leg: iterate ``full_stream`` or ``text_stream``, await the rest.
+
+    Work starts on the first pull (iteration, an awaited property, or :meth:`consume`) and
+    runs in its own task, so it keeps going — and keeps checkpointing — when a reader stops
+    reading. Several readers may iterate; each sees every part from the start.
+    """
+
+    def __init__(self, run: LoopRun | None, *, run_id: str | None = None) -> None:
+        self._run = run
+        self.run_id: str | None = run.run_id if run is not None else run_id
+        self._parts: list[StreamPart] = []
+        self._finished = False
+        self._wakeup: asyncio.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._outcome: asyncio.Future[GenerateTextResult] | None = None
+        self._failure: BaseException | None = None
+
+    @classmethod
+    def failed(
+        cls, error: BaseException, *, run_id: str | None = None
+    ) -> StreamChatResult:
+        result = cls(None, run_id=run_id)
+        result._parts.append(ErrorPart(error))
+        result._failure = error
+        result._finished = True
+        return result
+
+    # -- pulling --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._task is None and not self._finished and self._run is not None:
+            self._task = asyncio.ensure_future(self._pump(self._run))
+
+    async def _pump(self, run: LoopRun) -> None:
+        try:
+            async for part in run.stream():
+                self._parts.append(part)
+                self._wake()
+        except BaseException as error:
+            self._failure = error
+            raise
+        finally:
+            self._finished = True
+            self._wake()
+            self._settle_outcome()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+        self._wakeup = None
+
+    def _settle_outcome(self) -> None:
+        if self._outcome is None or self._outcome.done():
+            return
+        try:
+            self._outcome.set_result(self._result())
+        except BaseException as error:
+            self._outcome.set_exception(error)
+
+    def _result(self) -> GenerateTextResult:
+        if self._failure is not None:
+            raise self._failure
+        assert self._run is not None
+        return self._run.result()
+
+    async def _iterate(self) -> AsyncIterator[StreamPart]:
+        self._start()
+        index = 0
+        while True:
+            while index < len(self._parts):
+                yield self._parts[index]
+                index += 1
+            if self._finished:
+                return
+            if self._wakeup is None:
+                self._wakeup = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._wakeup)
+
+    @property
+    def full_stream(self) -> AsyncIterator[StreamPart]:
+        """Every canonical part of the leg, from the first."""
+        return self._iterate()
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The text deltas only; raises the leg's error when it meets an ``error`` part."""
+
+        async def texts() -> AsyncIterator[str]:
+            async for part in self._iterate():
+                if isinstance(part, TextDeltaPart):
+                    yield part.text
+                elif isinstance(part, ErrorPart):
+                    raise part.error
+
+        return texts()
+
+    def result(self) -> asyncio.Future[GenerateTextResult]:
+        """The leg's buffered result (what ``generate_text`` would have returned)."""
+        if self._outcome is None:
+            self._outcome = asyncio.get_running_loop().create_future()
+            if self._finished:
+                self._settle_outcome()
+            else:
+                self._start()
+        return self._outcome
+
+    @property
+    def usage(self) -> Awaitable[Usage]:
+        return self._field(lambda r: r.usage)
+
+    @property
+    def finish_reason(self) -> Awaitable[FinishReason]:
+        return self._field(lambda r: r.finish_reason)
+
+    @property
+    def text(self) -> Awaitable[str]:
+        return self._field(lambda r: r.text)
+
+    def _field(self, pick: Any) -> Any:
+        outcome = self.result()
+        field: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def copy(done: asyncio.Future[GenerateTextResult]) -> None:
+            if field.cancelled():
+                return
+            if done.cancelled():
+                field.cancel()
+            elif (error := done.exception()) is not None:
+                field.set_exception(error)
+            else:
+                field.set_result(pick(done.result()))
+
+        outcome.add_done_callback(copy)
+        return field
+
+    async def consume(self) -> None:
+        """Drain the leg; never raises (the failure stays on the awaitables)."""
+        async for _ in self._iterate():
+            pass

@@ -1,0 +1,114 @@
+"""A scripted model for tests and the offline demo.
+
+>>> model = ScriptedModel([
+...     reply(tool_calls=[("toolu_1", "get_weather", {"city": "Oslo"})], usage=(10, 5)),
+...     reply(text="Sunny in Oslo.", usage=(20, 6)),
+... ])
+
+Each call to the model plays the next reply; ``model.requests`` records every request it
+received. A tool call streams like a provider's: a first delta with the name and no
+arguments, then the arguments as compact JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .exceptions import ModelError, ScriptExhaustedError
+from .model import ModelEvent, ModelRequest
+from .parts import FinishPart, ReasoningDeltaPart, TextDeltaPart, ToolCallDeltaPart
+from .usage import EMPTY_USAGE, FinishReason, Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedReply:
+    text: str | tuple[str, ...] = ()
+    tool_calls: tuple[tuple[str, str, Any], ...] = ()
+    reasoning: str | None = None
+    usage: Usage = EMPTY_USAGE
+    finish_reason: FinishReason | None = None
+    error: BaseException | None = None
+    delay: float = 0.0
+
+    def events(self) -> list[ModelEvent]:
+        events: list[ModelEvent] = []
+        if self.reasoning:
+            events.append(ReasoningDeltaPart(self.reasoning))
+        chunks = (self.text,) if isinstance(self.text, str) else self.text
+        events.extend(TextDeltaPart(chunk) for chunk in chunks if chunk)
+        for call_id, name, arguments in self.tool_calls:
+            events.append(ToolCallDeltaPart(call_id, "", name))
+            encoded = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+            events.append(ToolCallDeltaPart(call_id, encoded))
+        return events
+
+
+def reply(
+    *,
+    text: str | Sequence[str] | None = None,
+    tool_calls: Sequence[tuple[str, str, Any]] = (),
+    reasoning: str | None = None,
+    usage: tuple[int, int] | Usage | None = None,
+    finish_reason: FinishReason | None = None,
+    error: BaseException | str | None = None,
+    delay: float = 0.0,
+) -> ScriptedReply:
+    """One model turn. ``text`` may be a list of chunks (one delta each); ``usage`` is
+    ``(input_tokens, output_tokens)``; ``error`` is raised after the text streamed;
+    ``delay`` (seconds) is waited before the first event."""
+    if isinstance(usage, tuple):
+        usage = Usage(
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            total_tokens=usage[0] + usage[1],
+        )
+    if isinstance(error, str):
+        error = ModelError(error, provider="scripted")
+    return ScriptedReply(
+        text=text if isinstance(text, str) else tuple(text or ()),
+        tool_calls=tuple(tool_calls),
+        reasoning=reasoning,
+        usage=usage or EMPTY_USAGE,
+        finish_reason=finish_reason,
+        error=error,
+        delay=delay,
+    )
+
+
+class ScriptedModel:
+    """Plays scripted replies in order; raises :class:`ScriptExhaustedError` past the end."""
+
+    def __init__(
+        self, replies: Sequence[ScriptedReply], *, model_id: str = "scripted"
+    ) -> None:
+        self.replies = list(replies)
+        self.requests: list[ModelRequest] = []
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        index = len(self.requests)
+        self.requests.append(request)
+        if index >= len(self.replies):
+            raise ScriptExhaustedError(
+                f"ScriptedModel: no reply left for call #{index + 1} "
+                f"(the script has {len(self.replies)})"
+            )
+        scripted = self.replies[index]
+        if scripted.delay:
+            await asyncio.sleep(scripted.delay)
+        for event in scripted.events():
+            yield event
+        if scripted.error is not None:
+            raise scripted.error
+        reason = scripted.finish_reason or (
+            "tool_calls" if scripted.tool_calls else "stop"
+        )
+        yield FinishPart(reason, scripted.usage)

@@ -1,0 +1,281 @@
+"""Tools: what a model may call, how its arguments are checked, and who must approve it.
+
+``@tool`` builds a :class:`Tool` from a typed function: the JSON Schema comes from the
+signature (through pydantic) and arguments are validated before the function runs; a
+validation failure becomes an ``is_error`` result the model can react to. ``Tool(...)``
+takes a raw JSON Schema instead, whose arguments are passed through unvalidated (SPEC R1.12).
+A tool without ``execute`` is a client tool: the run suspends so the client can answer it.
+
+Sync functions run in a worker thread, so a tool may use blocking libraries (and Django's
+ORM) without stalling the event loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, overload
+
+import pydantic
+
+from .abort import AbortSignal
+from .approvals import ToolApprovalResponse
+from .deps import Deps
+from .exceptions import InvalidInputError
+from .messages import Message
+from .usage import Usage
+
+if TYPE_CHECKING:
+    from .approvals import ApprovalSignerLike
+    from .durable.session import DurableSession
+    from .parts import StreamPart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model made (SPEC R1.14)."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one call; ``is_error`` is None on success (R3.14.7)."""
+
+    tool_call_id: str
+    tool_name: str
+    result: Any
+    is_error: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeedsApprovalContext:
+    """What a ``needs_approval`` predicate may look at (R1.13)."""
+
+    tool_call_id: str
+    messages: tuple[Message, ...]
+    signal: AbortSignal | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Handed to ``execute``: the call, the history so far, and the run's seams (R1.13)."""
+
+    tool_call_id: str
+    tool_name: str
+    messages: tuple[Message, ...]
+    signal: AbortSignal | None
+    deps: Deps
+    agent_path: tuple[str, ...] = ()
+    emit_part: Callable[[StreamPart], None] | None = None
+    approve_tool_call: ServerApprover | None = None
+    report_usage: Callable[[Usage], None] = lambda usage: None
+    session: DurableSession | None = None
+    approval_responses: tuple[ToolApprovalResponse, ...] | None = None
+    approval_signer: ApprovalSignerLike | None = None
+    approval_max_age_ms: float | None = None
+    root_run_id: str | None = None
+
+
+ServerApprover = Callable[[ToolCall, tuple[Message, ...]], bool | Awaitable[bool]]
+NeedsApproval = bool | Callable[[Any, NeedsApprovalContext], bool | Awaitable[bool]]
+Execute = Callable[[Any, ToolContext], Any]
+
+
+class ToolArgumentsError(InvalidInputError):
+    """The arguments a model sent do not fit the tool's signature."""
+
+    def __init__(self, issues: Sequence[str]) -> None:
+        super().__init__("; ".join(issues))
+        self.issues = tuple(issues)
+
+
+def _empty_object_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """A tool the model can call.
+
+    ``needs_approval`` gates the call (a bool, or a predicate over the arguments);
+    ``approval_permission`` names the Django permission an approver must hold;
+    ``approval_by_owner`` is False when the run's owner may not approve their own call
+    (separation of duties); ``timeout_ms`` abandons a call that runs longer.
+    """
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] = field(default_factory=_empty_object_schema)
+    execute: Execute | None = None
+    validate: Callable[[Any], Any] | None = None
+    needs_approval: NeedsApproval = False
+    approval_permission: str | None = None
+    approval_by_owner: bool = True
+    timeout_ms: float | None = None
+
+    @property
+    def is_client_tool(self) -> bool:
+        return self.execute is None
+
+
+ToolSet = Mapping[str, Tool]
+
+
+def coerce_tools(tools: ToolSet | Sequence[Tool] | None) -> dict[str, Tool]:
+    """Accept a mapping of name to tool, or a sequence of tools keyed by their names."""
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        out = dict(tools)
+        for key, value in out.items():
+            if not isinstance(value, Tool):
+                raise InvalidInputError(
+                    f"tools[{key!r}]: expected a Tool, got {value!r}"
+                )
+        return out
+    out = {}
+    for i, value in enumerate(tools):
+        if not isinstance(value, Tool):
+            raise InvalidInputError(f"tools[{i}]: expected a Tool, got {value!r}")
+        if value.name in out:
+            raise InvalidInputError(f"tools[{i}]: duplicate tool name {value.name!r}")
+        out[value.name] = value
+    return out
+
+
+# -- @tool --------------------------------------------------------------------------------
+
+
+def _strip_titles(schema: Any) -> Any:
+    """pydantic adds a ``title`` to every schema node; models don't need them."""
+    if isinstance(schema, dict):
+        return {
+            key: _strip_titles(value)
+            for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
+
+
+def _issue(error: Any) -> str:
+    location = ".".join(str(part) for part in error["loc"])
+    return f"{location}: {error['msg']}" if location else str(error["msg"])
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    needs_approval: NeedsApproval,
+    approval_permission: str | None,
+    approval_by_owner: bool,
+    timeout_ms: float | None,
+) -> Tool:
+    hints = typing.get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"@tool {fn.__name__}: *args/**kwargs cannot be described to a model"
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    arguments = pydantic.create_model(  # type: ignore[call-overload]
+        f"{fn.__name__}_arguments",
+        __config__=pydantic.ConfigDict(extra="forbid"),
+        **fields,
+    )
+    field_names = tuple(fields)
+
+    def validate(args: Any) -> dict[str, Any]:
+        try:
+            model = arguments.model_validate(args)
+        except pydantic.ValidationError as exc:
+            raise ToolArgumentsError([_issue(e) for e in exc.errors()]) from None
+        return {key: getattr(model, key) for key in field_names}
+
+    def call(args: dict[str, Any], ctx: ToolContext) -> Any:
+        if context_param is not None:
+            return fn(**args, **{context_param: ctx})
+        return fn(**args)
+
+    execute: Execute = call
+    if inspect.iscoroutinefunction(fn):
+
+        async def call_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+            return await call(args, ctx)
+
+        execute = call_async
+
+    doc = inspect.getdoc(fn)
+    return Tool(
+        name=name or fn.__name__,
+        description=description or (doc.split("\n\n")[0].strip() if doc else None),
+        parameters=_strip_titles(arguments.model_json_schema()),
+        execute=execute,
+        validate=validate,
+        needs_approval=needs_approval,
+        approval_permission=approval_permission,
+        approval_by_owner=approval_by_owner,
+        timeout_ms=timeout_ms,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: NeedsApproval = False,
+    approval_permission: str | None = None,
+    approval_by_owner: bool = True,
+    timeout_ms: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    needs_approval: NeedsApproval = False,
+    approval_permission: str | None = None,
+    approval_by_owner: bool = True,
+    timeout_ms: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Build a :class:`Tool` from a typed function; its docstring's first paragraph describes it.
+
+    A parameter annotated :class:`ToolContext` receives the call's context and is not shown
+    to the model.
+    """
+
+    def decorate(func: Callable[..., Any]) -> Tool:
+        return _build(
+            func,
+            name=name,
+            description=description,
+            needs_approval=needs_approval,
+            approval_permission=approval_permission,
+            approval_by_owner=approval_by_owner,
+            timeout_ms=timeout_ms,
+        )
+
+    return decorate(fn) if fn is not None else decorate
