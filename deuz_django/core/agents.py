@@ -162,4 +162,5 @@ def agent_tool(
         validate=_validate_prompt,
         needs_approval=needs_approval,
         approval_permission=approval_permission,
+        sub_tools=child_tools,
     )

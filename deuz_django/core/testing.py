@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,17 @@ class ScriptedReply:
             encoded = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
             events.append(ToolCallDeltaPart(call_id, encoded))
         return events
+
+    async def play(self) -> AsyncIterator[ModelEvent]:
+        """Stream this turn as a provider would, ending with its ``finish``."""
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        for event in self.events():
+            yield event
+        if self.error is not None:
+            raise self.error
+        reason = self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+        yield FinishPart(reason, self.usage)
 
 
 def reply(
@@ -101,14 +112,32 @@ class ScriptedModel:
                 f"ScriptedModel: no reply left for call #{index + 1} "
                 f"(the script has {len(self.replies)})"
             )
-        scripted = self.replies[index]
-        if scripted.delay:
-            await asyncio.sleep(scripted.delay)
-        for event in scripted.events():
+        async for event in self.replies[index].play():
             yield event
-        if scripted.error is not None:
-            raise scripted.error
-        reason = scripted.finish_reason or (
-            "tool_calls" if scripted.tool_calls else "stop"
-        )
-        yield FinishPart(reason, scripted.usage)
+
+
+class FunctionModel:
+    """Answers each request with ``respond(request)``: a model driven by the history.
+
+    Unlike :class:`ScriptedModel`, its behaviour does not depend on how many calls one
+    instance has seen, so a run resumed in another process continues the same script.
+    """
+
+    def __init__(
+        self,
+        respond: Callable[[ModelRequest], ScriptedReply],
+        *,
+        model_id: str = "function",
+    ) -> None:
+        self.respond = respond
+        self.requests: list[ModelRequest] = []
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        async for event in self.respond(request).play():
+            yield event

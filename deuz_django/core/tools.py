@@ -106,6 +106,8 @@ class Tool:
     ``approval_permission`` names the Django permission an approver must hold;
     ``approval_by_owner`` is False when the run's owner may not approve their own call
     (separation of duties); ``timeout_ms`` abandons a call that runs longer.
+    ``sub_tools`` lists the tools of the sub-agent behind an ``agent_tool``, so approval
+    rules of a nested gated call can be found from its agent path.
     """
 
     name: str
@@ -117,6 +119,7 @@ class Tool:
     approval_permission: str | None = None
     approval_by_owner: bool = True
     timeout_ms: float | None = None
+    sub_tools: Mapping[str, Tool] | None = None
 
     @property
     def is_client_tool(self) -> bool:

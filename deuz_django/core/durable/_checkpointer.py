@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._awaitable import resolve
 from ..approvals import ToolApprovalRequest
 from ..deps import Deps
@@ -62,7 +64,7 @@ class Checkpointer:
             created_at=self.deps.clock.now(),
         )
         try:
-            await resolve(self.store.save(checkpoint))
+            await resolve(_method(self.store, "save")(checkpoint))
         except Exception as error:
             detail = str(error) or type(error).__name__
             self.deps.logger.error(
@@ -72,10 +74,16 @@ class Checkpointer:
 
 async def load_checkpoint(store: SessionStore, run_id: str) -> AgentCheckpoint | None:
     """Load through a sync or async store, refusing a value that is not a checkpoint."""
-    checkpoint = await resolve(store.load(run_id))
+    checkpoint = await resolve(_method(store, "load")(run_id))
     if checkpoint is not None and not isinstance(checkpoint, AgentCheckpoint):
         raise TypeError(
             f"{type(store).__name__}.load({run_id!r}) returned "
             f"{type(checkpoint).__name__}, expected AgentCheckpoint or None"
         )
     return checkpoint
+
+
+def _method(store: SessionStore, name: str) -> Any:
+    """A store's async twin (``asave``/``aload``, Django's convention) wins over the sync one,
+    so a store whose sync methods block (an ORM) is never called on the event loop."""
+    return getattr(store, "a" + name, None) or getattr(store, name)

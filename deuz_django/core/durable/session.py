@@ -14,7 +14,8 @@ class SessionStore(Protocol):
     """Two required methods over any backend; sync or async implementations both work.
 
     ``save`` receives the latest snapshot at every boundary (latest save wins per run id);
-    ``load`` returns the latest checkpoint or ``None``. Stores may also offer
+    ``load`` returns the latest checkpoint or ``None``. A store may add async twins
+    ``asave``/``aload`` (Django's naming); the loop then calls those. Stores may also offer
     ``delete(run_id)`` and ``list() -> list[str]`` for tooling; the loops never call them.
     """
 

@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+from django.core import checks
+from django.core.signals import setting_changed
+
+
+class DeuzConfig(AppConfig):
+    name = "deuz_django"
+    verbose_name = "Deuz agent runs"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks as deuz_checks
+        from .conf import reload_on_setting_changed
+
+        for check in deuz_checks.ALL:
+            checks.register(check, "deuz_django")
+        setting_changed.connect(reload_on_setting_changed)

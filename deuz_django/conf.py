@@ -1,0 +1,67 @@
+"""The ``DEUZ`` settings dict, read through one lazy object (the DRF ``api_settings`` pattern).
+
+>>> from deuz_django.conf import deuz_settings
+>>> deuz_settings.LEASE_SECONDS
+30
+
+Values are read on first access and cached; the cache is dropped when Django's
+``setting_changed`` signal fires for ``DEUZ`` (``override_settings`` in tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+DEFAULTS: dict[str, Any] = {
+    # Agent name -> dotted path of an AgentSpec (or of a callable returning one).
+    "AGENTS": {},
+    # The HMAC key for approval tokens; keep it secret and at least 32 characters.
+    "APPROVAL_SECRET": None,
+    # Earlier secrets that still verify tokens (key rotation); new tokens use the secret.
+    "APPROVAL_FALLBACK_SECRETS": [],
+    # Seconds an approval stays decidable; None means no expiry.
+    "APPROVAL_MAX_AGE": None,
+    # Seconds a leg's lease lasts without renewal (renewed every third of it).
+    "LEASE_SECONDS": 30,
+    # The stream journal backend.
+    "STREAM_STORE": "deuz_django.journal.DatabaseJournal",
+    # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
+    "STREAM_RETENTION_DAYS": 7,
+}
+IMPORT_STRINGS = frozenset({"STREAM_STORE"})
+
+
+class DeuzSettings:
+    """Attribute access to ``settings.DEUZ`` with defaults; import strings are resolved."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        return getattr(settings, "DEUZ", {}) or {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in DEFAULTS:
+            raise AttributeError(f"Invalid DEUZ setting: {name!r}")
+        if name not in self._cache:
+            value = self.user_settings.get(name, DEFAULTS[name])
+            if name in IMPORT_STRINGS and isinstance(value, str):
+                value = import_string(value)
+            self._cache[name] = value
+        return self._cache[name]
+
+    def reload(self) -> None:
+        self._cache.clear()
+
+
+deuz_settings = DeuzSettings()
+
+
+def reload_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
+    """``setting_changed`` receiver, connected in ``AppConfig.ready``."""
+    if setting == "DEUZ":
+        deuz_settings.reload()

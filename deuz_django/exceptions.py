@@ -1,0 +1,64 @@
+"""Errors of the Django integration; each entry point (admin, REST, WebSocket, command)
+turns them into its own kind of answer.
+
+The hierarchy::
+
+    DeuzError (core)
+    ├── RunNotFound          no such run, or one the user may not see (REST: 404)
+    ├── RunBusy              another leg holds the run's lease (409)
+    ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
+    ├── ApprovalNotFound     no such approval on that run (400)
+    ├── ApprovalAlreadyDecided  a decided approval never changes again (409)
+    ├── InvalidVerdict       an approving verdict's token does not verify or pin the call (400)
+    ├── LeaseLost            this leg's lease was taken over; its writes are refused
+    └── UnknownAgent         no agent registered under that name (also a config error)
+    NotPermitted (PermissionDenied)  the user may not do this (403)
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+
+from .core.exceptions import DeuzError
+
+
+class RunNotFound(DeuzError, LookupError):
+    code = "run_not_found"
+
+
+class RunBusy(DeuzError):
+    code = "run_busy"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"Run '{run_id}' is busy: another leg is running it. Try again when it ends."
+        )
+        self.run_id = run_id
+
+
+class RunNotResumable(DeuzError):
+    code = "run_not_resumable"
+
+
+class ApprovalNotFound(DeuzError, LookupError):
+    code = "approval_not_found"
+
+
+class ApprovalAlreadyDecided(DeuzError):
+    code = "approval_already_decided"
+
+
+class InvalidVerdict(DeuzError, ValueError):
+    code = "invalid_verdict"
+
+
+class LeaseLost(DeuzError):
+    code = "lease_lost"
+
+
+class UnknownAgent(DeuzError, LookupError):
+    code = "unknown_agent"
+
+
+class NotPermitted(PermissionDenied):
+    code = "not_permitted"

@@ -1,0 +1,287 @@
+"""``manage.py deuz``: list, show, resume, recover and prune durable runs.
+
+    deuz runs [--status S] [--agent A] [--owner USERNAME] [--json]
+    deuz show RUN_ID
+    deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
+    deuz recover [--older-than SECONDS] [--dry-run]
+    deuz prune --completed-before DAYS [--dry-run]
+
+Exit codes: 0 success, 1 a run is busy / not resumable / unknown, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from argparse import ArgumentParser
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from ... import services
+from ...core.durable.codec import decode_json
+from ...core.messages import Message
+from ...exceptions import (
+    ApprovalAlreadyDecided,
+    InvalidVerdict,
+    RunBusy,
+    RunNotFound,
+    RunNotResumable,
+)
+from ...models import Run, RunStatus
+from ...transcript import transcript_lines
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += [
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
+    ]
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = "Inspect and drive durable agent runs."
+
+    def create_parser(
+        self, prog_name: str, subcommand: str, **kwargs: Any
+    ) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.epilog = __doc__
+        return parser
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+        runs = commands.add_parser("runs", help="List runs.")
+        runs.add_argument("--status", choices=RunStatus.values)
+        runs.add_argument("--agent")
+        runs.add_argument("--owner", help="Owner's username.")
+        runs.add_argument(
+            "--json", action="store_true", help="One JSON object per line."
+        )
+        runs.add_argument("--limit", type=int, default=100)
+
+        show = commands.add_parser(
+            "show", help="Show a run's transcript and approvals."
+        )
+        show.add_argument("run_id")
+
+        resume = commands.add_parser(
+            "resume", help="Record verdicts, then run the next leg."
+        )
+        resume.add_argument("run_id")
+        resume.add_argument(
+            "--approve", action="append", default=[], metavar="APPROVAL_ID"
+        )
+        resume.add_argument(
+            "--deny", action="append", default=[], metavar="APPROVAL_ID"
+        )
+        resume.add_argument("--reason", default="", help="Reason recorded with --deny.")
+        resume.add_argument(
+            "--deny-remaining",
+            action="store_true",
+            help="Deny every approval still undecided instead of refusing to resume.",
+        )
+
+        recover = commands.add_parser(
+            "recover", help="Re-drive runs whose process died mid-leg (lease expired)."
+        )
+        recover.add_argument(
+            "--older-than", type=float, default=60.0, metavar="SECONDS"
+        )
+        recover.add_argument("--dry-run", action="store_true")
+
+        prune = commands.add_parser(
+            "prune", help="Delete completed runs and old journals."
+        )
+        prune.add_argument(
+            "--completed-before", type=float, required=True, metavar="DAYS"
+        )
+        prune.add_argument("--dry-run", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        action = options["action"]
+        try:
+            getattr(self, f"handle_{action}")(**options)
+        except (RunNotFound, RunBusy, RunNotResumable, ApprovalAlreadyDecided) as error:
+            raise CommandError(str(error), returncode=1) from None
+        except InvalidVerdict as error:
+            raise CommandError(str(error), returncode=2) from None
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def handle_runs(self, **options: Any) -> None:
+        runs = Run.objects.roots().select_related("owner")
+        if options["status"]:
+            runs = runs.filter(status=options["status"])
+        if options["agent"]:
+            runs = runs.filter(agent=options["agent"])
+        if options["owner"]:
+            runs = runs.filter(owner__username=options["owner"])
+        runs = runs[: options["limit"]]
+        if options["json"]:
+            for run in runs:
+                self.stdout.write(json.dumps(_run_json(run)))
+            return
+        rows = [
+            [
+                run.run_id,
+                run.agent,
+                run.owner.get_username() if run.owner else "-",
+                run.status + (" (failed)" if run.last_error else ""),
+                str(run.step_index),
+                str(run.total_tokens),
+                str(services.current_pending(run).count()),
+                run.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            ]
+            for run in runs
+        ]
+        header = [
+            "RUN",
+            "AGENT",
+            "OWNER",
+            "STATUS",
+            "STEPS",
+            "TOKENS",
+            "PENDING",
+            "UPDATED",
+        ]
+        self.stdout.write(_table(rows, header) if rows else "No runs.")
+
+    def handle_show(self, *, run_id: str, **options: Any) -> None:
+        run = _get_run(run_id)
+        self.stdout.write(f"Run {run.run_id}  agent={run.agent}  status={run.status}")
+        self.stdout.write(
+            f"Owner {run.owner.get_username() if run.owner else '-'}  steps={run.step_index}  "
+            f"usage: {run.usage.get('inputTokens', 0)} in / "
+            f"{run.usage.get('outputTokens', 0)} out / {run.total_tokens} total"
+        )
+        if run.last_error:
+            self.stdout.write(self.style.ERROR(f"Last leg failed: {run.last_error}"))
+        self.stdout.write("")
+        messages = [
+            Message.from_json(decode_json(row.data)) for row in run.messages.all()
+        ]
+        for line in transcript_lines(messages):
+            self.stdout.write(line)
+        approvals = run.approvals.select_related("decided_by")
+        if approvals:
+            self.stdout.write("\nApprovals:")
+            rows = [
+                [
+                    a.approval_id,
+                    a.tool_name,
+                    a.agent_path_label or "-",
+                    a.status,
+                    a.decided_by.get_username() if a.decided_by else "-",
+                    a.reason or "-",
+                ]
+                for a in approvals
+            ]
+            header = [
+                "APPROVAL",
+                "TOOL",
+                "AGENT PATH",
+                "STATUS",
+                "DECIDED BY",
+                "REASON",
+            ]
+            self.stdout.write(_table(rows, header))
+
+    def handle_resume(
+        self,
+        *,
+        run_id: str,
+        approve: list[str],
+        deny: list[str],
+        reason: str,
+        deny_remaining: bool,
+        **options: Any,
+    ) -> None:
+        run = _get_run(run_id)
+        overlap = set(approve) & set(deny)
+        if overlap:
+            raise CommandError(
+                f"Both approved and denied: {', '.join(sorted(overlap))}", returncode=2
+            )
+        for approval_id, approved in [(a, True) for a in approve] + [
+            (d, False) for d in deny
+        ]:
+            approval = run.approvals.filter(approval_id=approval_id).first()
+            if approval is None:
+                raise CommandError(
+                    f"Run '{run_id}' has no approval '{approval_id}'.", returncode=2
+                )
+            services.record_operator_verdict(approval, approved=approved, reason=reason)
+        outcome = async_to_sync(services.aresume_run)(
+            run_id, deny_remaining=deny_remaining
+        )
+        if outcome.error:
+            raise CommandError(f"The leg failed: {outcome.error}", returncode=1)
+        self.stdout.write(
+            f"Run {run_id}: {outcome.status}"
+            + (
+                f", {outcome.pending_approvals} approval(s) pending"
+                if outcome.pending_approvals
+                else ""
+            )
+        )
+
+    def handle_recover(
+        self, *, older_than: float, dry_run: bool, **options: Any
+    ) -> None:
+        candidates = services.recoverable_runs(older_than)
+        if not candidates:
+            self.stdout.write("Nothing to recover.")
+            return
+        for run_id in candidates:
+            if dry_run:
+                self.stdout.write(f"would recover {run_id}")
+                continue
+            try:
+                outcome = async_to_sync(services.aresume_run)(run_id)
+            except (RunBusy, RunNotResumable) as error:
+                self.stdout.write(f"skipped {run_id}: {error}")
+                continue
+            self.stdout.write(f"recovered {run_id}: {outcome.status}")
+
+    def handle_prune(
+        self, *, completed_before: float, dry_run: bool, **options: Any
+    ) -> None:
+        cutoff = timezone.now() - timedelta(days=completed_before)
+        runs = Run.objects.roots().filter(
+            status=RunStatus.COMPLETED, updated_at__lt=cutoff
+        )
+        count = runs.count()
+        if dry_run:
+            self.stdout.write(f"would delete {count} completed run(s)")
+            return
+        for run_id in runs.values_list("run_id", flat=True):
+            services.delete_run(run_id)
+        self.stdout.write(f"deleted {count} completed run(s)")
+
+
+def _get_run(run_id: str) -> Run:
+    run = Run.objects.select_related("owner").filter(run_id=run_id).first()
+    if run is None:
+        raise RunNotFound(f"No run '{run_id}'.")
+    return run
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    return {
+        "runId": run.run_id,
+        "agent": run.agent,
+        "owner": run.owner.get_username() if run.owner else None,
+        "status": run.status,
+        "stepIndex": run.step_index,
+        "usage": run.usage,
+        "pendingApprovals": services.current_pending(run).count(),
+        "lastError": run.last_error or None,
+        "createdAt": run.created_at.isoformat(),
+        "updatedAt": run.updated_at.isoformat(),
+    }

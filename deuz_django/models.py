@@ -1,0 +1,190 @@
+"""The tables behind durable runs: a run, its history, its approvals and its stream journal.
+
+A checkpoint save writes only what changed: the run row (counters, status, lease check) and
+the messages appended since the previous save, so its cost does not grow with history.
+Messages and journal parts are stored as the checkpoint codec's JSON text (bytes-safe).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running", _("running")
+    SUSPENDED = "suspended", _("suspended")
+    COMPLETED = "completed", _("completed")
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def for_user(self, user: Any) -> RunQuerySet:
+        """The root runs ``user`` may see (owner, or staff with the view permission)."""
+        from .permissions import visible_runs
+
+        return visible_runs(self, user)
+
+    def roots(self) -> RunQuerySet:
+        return self.filter(parent__isnull=True)
+
+
+class Run(models.Model):
+    """One durable run (a root run, or a sub-agent child under ``parent``)."""
+
+    run_id = models.CharField(max_length=500, unique=True)
+    agent = models.CharField(max_length=100, db_index=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deuz_runs",
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=16,
+        choices=RunStatus.choices,
+        default=RunStatus.RUNNING,
+        db_index=True,
+    )
+    step_index = models.PositiveIntegerField(default=0)
+    usage = models.JSONField(default=dict)
+    pending_approvals = models.TextField(
+        blank=True
+    )  # codec JSON of the checkpoint's list
+    agent_path = models.JSONField(null=True, blank=True)
+    checkpoint_created_at = models.BigIntegerField(default=0)  # ms, the loop's clock
+    message_count = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_generation = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at"]
+        permissions = [
+            ("decide_approval", "Can decide approvals on other users' runs"),
+            ("resume_run", "Can resume other users' runs"),
+        ]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.usage.get("totalTokens", 0)) if self.usage else 0
+
+
+class RunMessage(models.Model):
+    """One message of a run's history, at its position."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    data = models.TextField()  # codec JSON of the message
+    digest = models.CharField(
+        max_length=40
+    )  # sha1 of ``data``: detects a rewritten history
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "index"], name="deuz_message_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}[{self.index}] {self.role}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", _("pending")
+    APPROVED = "approved", _("approved")
+    DENIED = "denied", _("denied")
+    EXPIRED = "expired", _("expired")
+
+
+class Approval(models.Model):
+    """One gated call awaiting (or having received) a verdict — the audit trail.
+
+    Rows belong to the root run the user sees, also for calls of sub-agents (``agent_path``).
+    A decided row never changes again.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    approval_id = models.CharField(max_length=200)
+    tool_call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200, db_index=True)
+    input = models.JSONField(null=True, blank=True)
+    agent_path = models.JSONField(default=list, blank=True)
+    token = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=16,
+        choices=ApprovalStatus.choices,
+        default=ApprovalStatus.PENDING,
+        db_index=True,
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deuz_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "approval_id"], name="deuz_approval_per_run"
+            ),
+            models.CheckConstraint(
+                condition=Q(status="pending") | Q(decided_at__isnull=False),
+                name="deuz_decided_approval_has_time",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.approval_id}) — {self.status}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ApprovalStatus.PENDING
+
+    @property
+    def agent_path_label(self) -> str:
+        return " › ".join(self.agent_path or [])
+
+
+class StreamEntry(models.Model):
+    """One UI part of a run's stream, at its gapless per-run ``seq`` (or the leg-end sentinel)."""
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="stream_entries"
+    )
+    seq = models.PositiveIntegerField()
+    part = models.TextField()  # JSON of the UI part; {"type":"done"} ends a leg
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "seq"], name="deuz_stream_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq}"

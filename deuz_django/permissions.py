@@ -1,0 +1,92 @@
+"""Who may see a run, decide one of its approvals, and resume it — the one place that says so.
+
+The admin, the REST API, the WebSocket consumer and the management command all ask here.
+
+==========================  ===============================================================
+see a run                   its owner; staff holding ``deuz_django.view_run``
+decide an approval          its run's owner, or a user holding ``deuz_django.decide_approval``
+                            (who must also see the run) — and, when the tool names an
+                            ``approval_permission``, only holders of that permission;
+                            a tool with ``approval_by_owner=False`` is never approved by
+                            the run's owner (separation of duties)
+resume a run                its owner; a user holding ``deuz_django.resume_run``
+==========================  ===============================================================
+
+Anonymous users may do none of these. A run a user may not see is reported as not found.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .registry import find_tool, load_agent
+
+if TYPE_CHECKING:
+    from .core import Tool
+    from .models import Approval, Run, RunQuerySet
+
+VIEW_ANY_RUN = "deuz_django.view_run"
+DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
+RESUME_ANY_RUN = "deuz_django.resume_run"
+
+
+def _authenticated(user: Any) -> bool:
+    return user is not None and bool(getattr(user, "is_authenticated", False))
+
+
+def _owns(user: Any, run: Run) -> bool:
+    return _authenticated(user) and run.owner_id is not None and run.owner_id == user.pk
+
+
+def visible_runs(queryset: RunQuerySet, user: Any) -> RunQuerySet:
+    if not _authenticated(user) or not user.is_active:
+        return queryset.none()
+    if user.has_perm(VIEW_ANY_RUN):
+        return queryset
+    return queryset.filter(owner=user)
+
+
+def can_view_run(user: Any, run: Run) -> bool:
+    if not _authenticated(user) or not user.is_active:
+        return False
+    return _owns(user, run) or user.has_perm(VIEW_ANY_RUN)
+
+
+def can_resume_run(user: Any, run: Run) -> bool:
+    if not can_view_run(user, run):
+        return False
+    return _owns(user, run) or user.has_perm(RESUME_ANY_RUN)
+
+
+def approval_tool(approval: Approval) -> Tool | None:
+    """The tool behind an approval, found through the run's agent and the call's path."""
+    try:
+        spec = load_agent(approval.run.agent)
+    except LookupError:
+        return None
+    return find_tool(spec.tool_set, approval.tool_name, approval.agent_path or ())
+
+
+def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | None:
+    """Why ``user`` may not decide ``approval`` (``None`` when they may)."""
+    run = approval.run
+    if not can_view_run(user, run):
+        return "You may not see this run."
+    if not _owns(user, run) and not user.has_perm(DECIDE_ANY_APPROVAL):
+        return "You may not decide approvals on other users' runs."
+    tool = approval_tool(approval)
+    if tool is not None:
+        if tool.approval_permission and not user.has_perm(tool.approval_permission):
+            return (
+                f"Deciding {approval.tool_name} calls needs the "
+                f"'{tool.approval_permission}' permission."
+            )
+        if approving and not tool.approval_by_owner and _owns(user, run):
+            return (
+                f"The run's owner may not approve their own {approval.tool_name} call."
+            )
+    return None
+
+
+def can_decide(user: Any, approval: Approval, *, approving: bool = True) -> bool:
+    return decide_refusal(user, approval, approving=approving) is None

@@ -1,0 +1,72 @@
+"""The agents registry: how any process rebuilds the model and tools a run needs.
+
+A run records the *name* of its agent; ``DEUZ["AGENTS"]`` maps names to the dotted path of
+an :class:`AgentSpec` (or a zero-argument callable returning one, to build models lazily).
+Checkpoints store data, not closures — this is where the closures come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.module_loading import import_string
+
+from .conf import deuz_settings
+from .core import LanguageModel, Tool
+from .core.tools import coerce_tools
+from .exceptions import UnknownAgent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSpec:
+    """An agent: its model, tools, system prompt and the loop options every leg uses."""
+
+    model: LanguageModel
+    tools: Sequence[Tool] | Mapping[str, Tool] = ()
+    system: str | None = None
+    max_steps: int = 10
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_set(self) -> dict[str, Tool]:
+        return coerce_tools(self.tools)
+
+    def call_options(self) -> dict[str, Any]:
+        """Options for ``generate_text``/``resume_*`` (without messages and session)."""
+        return {
+            "model": self.model,
+            "tools": self.tool_set,
+            "max_steps": self.max_steps,
+            **self.options,
+        }
+
+
+def agent_names() -> list[str]:
+    return list(deuz_settings.AGENTS)
+
+
+def load_agent(name: str) -> AgentSpec:
+    """Build the agent registered as ``name``; raises :class:`UnknownAgent`."""
+    path = deuz_settings.AGENTS.get(name)
+    if path is None:
+        known = ", ".join(sorted(deuz_settings.AGENTS)) or "none"
+        raise UnknownAgent(f"Unknown agent {name!r} (registered: {known}).")
+    target: AgentSpec | Callable[[], AgentSpec] = import_string(path)
+    spec = target if isinstance(target, AgentSpec) else target()
+    if not isinstance(spec, AgentSpec):
+        raise UnknownAgent(f"DEUZ['AGENTS'][{name!r}] = {path!r} is not an AgentSpec.")
+    return spec
+
+
+def find_tool(
+    tools: Mapping[str, Tool], name: str, agent_path: Sequence[str]
+) -> Tool | None:
+    """The tool a (possibly sub-agent's) gated call refers to, following ``agent_path``."""
+    for agent in agent_path:
+        holder = tools.get(agent)
+        if holder is None or holder.sub_tools is None:
+            return None
+        tools = holder.sub_tools
+    return tools.get(name)

@@ -1,0 +1,87 @@
+"""A readable transcript of a run's history, for the ``deuz show`` command and the admin."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .core.messages import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+
+
+def pretty(value: Any) -> str:
+    """Tool inputs and results as indented JSON (bytes shown by size)."""
+    return json.dumps(
+        value, indent=2, ensure_ascii=False, default=_describe, sort_keys=False
+    )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return f"<{len(value)} bytes>"
+    return repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One line of the transcript: who said it, what kind it is, and the text."""
+
+    role: str
+    kind: str  # text | reasoning | image | tool-call | tool-result | tool-error
+    text: str
+    label: str = ""
+
+
+def transcript(messages: Iterable[Message]) -> Iterator[Entry]:
+    names: dict[str, str] = {}
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                yield Entry(message.role, "text", part.text)
+            elif isinstance(part, ReasoningPart):
+                yield Entry(
+                    message.role,
+                    "reasoning",
+                    "(encrypted)" if part.encrypted else part.text,
+                )
+            elif isinstance(part, ImagePart):
+                size = (
+                    f"{len(part.image)} bytes"
+                    if isinstance(part.image, bytes)
+                    else part.image[:60]
+                )
+                yield Entry(
+                    message.role, "image", f"[image {part.media_type or ''} {size}]"
+                )
+            elif isinstance(part, ToolUsePart):
+                names[part.id] = part.name
+                yield Entry(
+                    message.role,
+                    "tool-call",
+                    pretty(part.input),
+                    f"{part.name} ({part.id})",
+                )
+            elif isinstance(part, ToolResultPart):
+                kind = "tool-error" if part.is_error else "tool-result"
+                result = (
+                    part.result if isinstance(part.result, str) else pretty(part.result)
+                )
+                label = f"{names.get(part.tool_use_id, '?')} ({part.tool_use_id})"
+                yield Entry(message.role, kind, result, label)
+
+
+def transcript_lines(messages: Iterable[Message]) -> Iterator[str]:
+    for entry in transcript(messages):
+        head = f"[{entry.role}] {entry.kind}" + (
+            f" {entry.label}" if entry.label else ""
+        )
+        body = entry.text.replace("\n", "\n    ")
+        yield f"{head}: {body}"

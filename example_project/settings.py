@@ -1,0 +1,142 @@
+"""Settings of the demo project: the embedded defaults, switched by environment variables.
+
+DATABASE_URL   sqlite:///path (default: db.sqlite3 here) or postgres://user@host:port/name
+REDIS_URL      redis://host:port/0 — use channels_redis instead of the in-memory layer
+DEUZ_TASKS     "db" — queue resumes in django-tasks-db for ``manage.py db_worker``
+DEUZ_APPROVAL_SECRET   the approval signing key (a development key is used otherwise)
+DEUZ_MODEL     the demo agent's model: "demo" (offline, default), "openai:<model>",
+               "anthropic:<model>" or "openai-compatible:<model>" with DEUZ_MODEL_BASE_URL
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "django-insecure-deuz-demo-only")
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "deuz_django",
+    "example_project",
+]
+if os.environ.get("DEUZ_TASKS") == "db":
+    INSTALLED_APPS.append("django_tasks_db")
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "example_project.urls"
+ASGI_APPLICATION = "example_project.asgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """The DATABASES entry for a ``sqlite:///`` or ``postgres://`` URL."""
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        return sqlite_database(parsed.path[1:] if parsed.path.startswith("//") else parsed.path)
+    if parsed.scheme in ("postgres", "postgresql"):
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+        }
+    raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r}")
+
+
+def sqlite_database(path: str | Path) -> dict[str, Any]:
+    # WAL lets readers work while a leg writes; IMMEDIATE avoids lock-upgrade deadlocks.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
+    }
+
+
+DATABASES = {
+    "default": database_from_url(os.environ["DATABASE_URL"])
+    if os.environ.get("DATABASE_URL")
+    else sqlite_database(BASE_DIR / "db.sqlite3")
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend"
+        if os.environ.get("DEUZ_TASKS") == "db"
+        else "django.tasks.backends.immediate.ImmediateBackend"
+    }
+}
+
+DEUZ = {
+    "AGENTS": {"assistant": "example_project.agents.assistant"},
+    "APPROVAL_SECRET": os.environ.get(
+        "DEUZ_APPROVAL_SECRET", "dev-only-approval-secret-change-me-in-production-0123"
+    ),
+    "APPROVAL_MAX_AGE": 24 * 3600,
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+LOGIN_URL = "/admin/login/"

@@ -1,0 +1,131 @@
+"""Agents the Django tests register (see tests/settings.py).
+
+Their models are history-driven (``FunctionModel``): the reply depends on how many assistant
+turns the run already has, so a leg resumed in another process continues the same script.
+Tools append a line to the file named by ``DEUZ_TEST_EFFECTS`` (when set), which lets tests
+count executions across threads and processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+
+from deuz_django.core import ModelRequest, agent_tool, tool
+from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
+from deuz_django.registry import AgentSpec
+
+TOOL_PERMISSION = "auth.view_group"
+
+
+def record_effect(name: str) -> None:
+    path = os.environ.get("DEUZ_TEST_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{name}\n")
+            log.flush()
+
+
+def by_turn(replies: Sequence[ScriptedReply]) -> FunctionModel:
+    """Reply number k answers the request that follows k assistant turns."""
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        turns = sum(1 for m in request.messages if m.role == "assistant")
+        return replies[min(turns, len(replies) - 1)]
+
+    return FunctionModel(respond)
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text back."""
+    record_effect(f"echo:{text}")
+    return text
+
+
+@tool(needs_approval=True, approval_permission=TOOL_PERMISSION, approval_by_owner=False)
+def refund(order_id: str, amount: float) -> str:
+    """Refund an order (staff with the finance permission must approve)."""
+    record_effect(f"refund:{order_id}")
+    return f"refunded {amount} on {order_id}"
+
+
+@tool(needs_approval=True)
+def send_email(to: str) -> str:
+    """Send an email (the run's owner may approve)."""
+    record_effect(f"send_email:{to}")
+    return f"sent to {to}"
+
+
+@tool
+def slow(step: int) -> str:
+    """A tool that takes a while (for crash tests)."""
+    record_effect(f"slow:{step}:start")
+    time.sleep(float(os.environ.get("DEUZ_TEST_SLOW_SECONDS", "0")))
+    record_effect(f"slow:{step}:end")
+    return f"slow {step} done"
+
+
+scripted = AgentSpec(
+    model=by_turn(
+        [
+            reply(tool_calls=[("c1", "echo", {"text": "hi"})], usage=(10, 5)),
+            reply(text="All done.", usage=(20, 6)),
+        ]
+    ),
+    tools=[echo],
+    system="You are a test agent.",
+)
+
+gated = AgentSpec(
+    model=by_turn(
+        [
+            reply(
+                tool_calls=[
+                    ("r1", "refund", {"order_id": "A-1", "amount": 5.0}),
+                    ("e1", "send_email", {"to": "ann@example.com"}),
+                ],
+                usage=(10, 5),
+            ),
+            reply(text="Refund and email handled.", usage=(20, 6)),
+        ]
+    ),
+    tools=[refund, send_email],
+)
+
+slow_agent_steps = 4
+slow = AgentSpec(
+    model=by_turn(
+        [
+            *(
+                reply(tool_calls=[(f"s{i}", "slow", {"step": i})], usage=(3, 2))
+                for i in range(1, slow_agent_steps + 1)
+            ),
+            reply(text="Slow work finished.", usage=(5, 5)),
+        ]
+    ),
+    tools=[slow],
+    max_steps=10,
+)
+
+nested = AgentSpec(
+    model=by_turn(
+        [
+            reply(tool_calls=[("p1", "researcher", {"prompt": "look it up"})], usage=(10, 5)),
+            reply(text="The researcher finished.", usage=(20, 6)),
+        ]
+    ),
+    tools=[
+        agent_tool(
+            name="researcher",
+            model=by_turn(
+                [
+                    reply(tool_calls=[("x1", "send_email", {"to": "bob@example.com"})]),
+                    reply(text="Research sent."),
+                ]
+            ),
+            tools=[send_email],
+        )
+    ],
+)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+
+
+@pytest.fixture
+def make_user(db: Any) -> Callable[..., User]:
+    """A user with the given permissions (``"app.codename"`` strings)."""
+
+    def make(username: str, *perms: str, staff: bool = False, superuser: bool = False) -> User:
+        if superuser:
+            return User.objects.create_superuser(username, password="pw")
+        user = User.objects.create_user(username, password="pw", is_staff=staff)
+        for perm in perms:
+            app_label, codename = perm.split(".")
+            user.user_permissions.add(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
+        return User.objects.get(pk=user.pk)  # fresh permission cache
+
+    return make
+
+
+@pytest.fixture
+def effects(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """Tool side effects recorded by tests.django.agents, read back as lines."""
+    path = tmp_path / "effects.log"
+    monkeypatch.setenv("DEUZ_TEST_EFFECTS", str(path))
+
+    def read() -> list[str]:
+        return path.read_text().splitlines() if path.exists() else []
+
+    return read
