@@ -1,4 +1,7 @@
-"""Approval gating, signing, and settle-on-resume verdicts (SPEC §5, §10.3, D2, D4, D10)."""
+"""Approval gating, signing and token checks (SPEC §5.1–§5.3, R5.7, R10.9, D2, D4).
+
+The verdicts of a resume are applied in :mod:`._settle`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from ._awaitable import resolve
 from .abort import AbortSignal
 from .approvals import ApprovalSignerLike, ToolApprovalRequest, ToolApprovalResponse
 from .deps import Deps
-from .messages import Message, ToolResultPart, ToolUsePart
+from .messages import Message
 from .tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
 
 TOKEN_DENIAL_REASON = (
@@ -18,6 +21,7 @@ TOKEN_DENIAL_REASON = (
 )
 NO_RESPONSE_REASON = "No approval response."
 CLIENT_TOOL_REASON = "No result provided for this client tool."
+CONFLICT_REASON = "Conflicting verdicts for one approval."
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +71,26 @@ async def server_denials(
         if not approved:
             denials[call.tool_call_id] = Denial()
     return denials
+
+
+async def gate(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    messages: tuple[Message, ...],
+    signal: AbortSignal | None,
+    approver: ServerApprover | None,
+) -> tuple[dict[str, Denial], list[ToolCall]]:
+    """One step's gate: server mode decides the gated calls now (their denials run as
+    results); client mode returns them as pending (R5.1–R5.3)."""
+    if not any(
+        (declared := tools.get(c.tool_name)) is not None and declared.needs_approval
+        for c in calls
+    ):
+        return {}, []  # the fast path: nothing declares needs_approval
+    gated = [c for c in calls if await is_gated(tools, c, messages, signal)]
+    if approver is not None:
+        return await server_denials(approver, gated, messages), []
+    return {}, gated
 
 
 def pending_requests(
@@ -147,85 +171,3 @@ def token_authorizes(
     if not _json_equal(payload.get("input"), call.args):
         return False
     return bound_run_id is None or payload.get("runId") == bound_run_id
-
-
-@dataclass(frozen=True, slots=True)
-class SettlePlan:
-    """The unanswered calls of the trailing assistant turn, and which of them are denied."""
-
-    calls: tuple[ToolCall, ...]
-    denials: dict[str, Denial]
-
-
-def unanswered_calls(history: tuple[Message, ...]) -> tuple[ToolCall, ...]:
-    """R5.10 steps 2–3: the trailing assistant turn's tool calls that have no result yet."""
-    answered: set[str] = set()
-    for message in reversed(history):
-        if message.role == "tool":
-            if not isinstance(message.content, str):
-                answered.update(
-                    p.tool_use_id
-                    for p in message.content
-                    if isinstance(p, ToolResultPart)
-                )
-            continue
-        if message.role != "assistant" or isinstance(message.content, str):
-            return ()
-        return tuple(
-            ToolCall(p.id, p.name, p.input)
-            for p in message.content
-            if isinstance(p, ToolUsePart) and p.id not in answered
-        )
-    return ()
-
-
-def _verdicts_by_id(
-    responses: Sequence[ToolApprovalResponse],
-) -> dict[str, ToolApprovalResponse]:
-    """R5.10.4 with D10: a repeated id keeps the last verdict, conflicting ones deny."""
-    by_id: dict[str, ToolApprovalResponse] = {}
-    conflicting: set[str] = set()
-    for response in responses:
-        previous = by_id.get(response.approval_id)
-        if previous is not None and previous.approved != response.approved:
-            conflicting.add(response.approval_id)
-        by_id[response.approval_id] = response
-    for approval_id in conflicting:
-        by_id[approval_id] = ToolApprovalResponse(
-            approval_id=approval_id,
-            approved=False,
-            reason="Conflicting verdicts for one approval.",
-        )
-    return by_id
-
-
-async def plan_settle(
-    history: tuple[Message, ...],
-    responses: Sequence[ToolApprovalResponse],
-    tools: Mapping[str, Tool],
-    *,
-    signer: ApprovalSignerLike | None,
-    max_age_ms: float | None,
-    bound_run_id: str | None,
-    signal: AbortSignal | None,
-) -> SettlePlan | None:
-    """Decide every unanswered call of the trailing assistant turn (R5.10 steps 4–6)."""
-    calls = unanswered_calls(history)
-    if not calls:
-        return None
-    by_id = _verdicts_by_id(responses)
-    denials: dict[str, Denial] = {}
-    for call in calls:
-        verdict = by_id.get(call.tool_call_id)
-        if verdict is not None:
-            if not verdict.approved:
-                denials[call.tool_call_id] = Denial(verdict.reason)
-            elif signer is not None and not token_authorizes(
-                verdict, call, signer, max_age_ms, bound_run_id
-            ):
-                denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
-        elif is_client_tool(tools, call.tool_name):
-            denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
-        elif await is_gated(tools, call, history, signal):
-            denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
-    return SettlePlan(calls, denials)

@@ -1,17 +1,22 @@
-"""Running one batch of tool calls: concurrency, outcomes and timeouts (SPEC R3.13–R3.16)."""
+"""Running one batch of tool calls: concurrency, outcomes, timeouts and the parts a batch
+streams (SPEC R3.13–R3.16, R4.2)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from . import _abortable
 from ._approval import Denial
-from .abort import AbortController, any_signal
+from .abort import AbortController, AbortSignal, any_signal
 from .approvals import ToolApprovalRequest
 from .deps import Deps
+from .messages import Message, ToolResultPart
+from .parts import StreamPart, ToolOutputPart, ToolStatePart
 from .tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
 
 
@@ -38,6 +43,14 @@ def unknown_tool_text(name: str, tools: Mapping[str, Tool]) -> str:
     if not tools:
         return f'No such tool: "{name}". No tools are available.'
     return f'No such tool: "{name}". Available tools: {", ".join(tools)}.'
+
+
+def tool_message(results: Sequence[ToolResult]) -> Message:
+    """The one tool message that answers a batch, results in call order (R3.8.6)."""
+    return Message(
+        "tool",
+        tuple(ToolResultPart(r.tool_call_id, r.result, r.is_error) for r in results),
+    )
 
 
 async def _call_execute(declared: Tool, args: Any, ctx: ToolContext) -> Any:
@@ -131,11 +144,13 @@ async def run_batch(
     make_context: Callable[[ToolCall], ToolContext],
     deps: Deps,
     max_concurrency: int,
+    signal: AbortSignal | None = None,
 ) -> list[ToolResult]:
     """Run calls with a worker pool; results in call order (R3.13).
 
     Every call runs even when a sub-agent suspends, so two suspending sub-agents in one batch
-    both surface their requests; the batch's results are then discarded (R9.9).
+    both surface their requests; the batch's results are then discarded (R9.9). Once
+    ``signal`` aborts, no further call starts (D1) and the batch is incomplete.
     """
     results: list[ToolResult | None] = [None] * len(calls)
     suspensions: dict[int, SubAgentSuspension] = {}
@@ -143,7 +158,7 @@ async def run_batch(
 
     async def worker() -> None:
         nonlocal next_index
-        while next_index < len(calls):
+        while next_index < len(calls) and not (signal is not None and signal.aborted):
             index = next_index
             next_index += 1
             call = calls[index]
@@ -164,3 +179,80 @@ async def run_batch(
             [r for index in sorted(suspensions) for r in suspensions[index].requests]
         )
     return [r for r in results if r is not None]
+
+
+async def stream_batch(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    denials: Mapping[str, Denial],
+    shared: ToolContext,
+    deps: Deps,
+    *,
+    max_concurrency: int,
+    signal: AbortSignal | None,
+    results: list[ToolResult],
+) -> AsyncIterator[StreamPart]:
+    """Run a batch into ``results``, streaming its parts in the R4.2 order: ``executing``
+    states, forwarded sub-agent parts as they come, then each result with its terminal state
+    in call order. Each call's context is ``shared`` with the call's id, name and emitter.
+
+    Raises :class:`SubAgentSuspension` when a sub-agent suspended (no result parts), and
+    ``Aborted`` when the caller's signal fired before or during the batch.
+    """
+    _abortable.check(signal)
+    for call in calls:
+        if call.tool_call_id not in denials and call.tool_name in tools:
+            yield ToolStatePart(call.tool_call_id, "executing", call.tool_name)
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    queue: asyncio.Queue[StreamPart | None] = asyncio.Queue()
+
+    def emit(part: StreamPart) -> None:
+        # A sync tool runs in a worker thread; its parts must enter the queue on the loop.
+        if threading.get_ident() == loop_thread:
+            queue.put_nowait(part)
+        else:
+            loop.call_soon_threadsafe(queue.put_nowait, part)
+
+    async def run() -> list[ToolResult]:
+        try:
+            return await run_batch(
+                calls,
+                tools,
+                denials,
+                lambda call: replace(
+                    shared,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    emit_part=emit,
+                ),
+                deps,
+                max_concurrency,
+                signal,
+            )
+        finally:
+            queue.put_nowait(None)
+
+    batch = asyncio.ensure_future(run())
+    try:
+        while (part := await queue.get()) is not None:
+            yield part
+    finally:
+        if not batch.done():
+            batch.cancel()
+            await asyncio.gather(batch, return_exceptions=True)
+    done = batch.result()
+    _abortable.check(signal)
+    results.extend(done)
+    for call, result in zip(calls, done, strict=True):
+        yield ToolOutputPart(
+            result.tool_call_id, result.tool_name, result.result, bool(result.is_error)
+        )
+        denial = denials.get(call.tool_call_id)
+        yield ToolStatePart(
+            call.tool_call_id,
+            "error" if result.is_error else "complete",
+            call.tool_name,
+            denied=denial is not None,
+            denied_reason=denial.reason if denial else None,
+        )

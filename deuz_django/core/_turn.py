@@ -17,7 +17,8 @@ from .parts import (
     ToolCallPart,
     ToolStatePart,
 )
-from .tools import ToolCall
+from .results import StepResult
+from .tools import ToolCall, ToolResult
 from .usage import EMPTY_USAGE, FinishReason, Usage
 
 
@@ -138,3 +139,23 @@ class Turn:
         if phase is not None:
             metadata = {"openai": {"phase": phase}}
         return Message("assistant", tuple(content), metadata)
+
+    def step_result(
+        self,
+        *,
+        first: bool,
+        calls: tuple[ToolCall, ...],
+        results: tuple[ToolResult, ...],
+        response: tuple[Message, ...],
+    ) -> StepResult:
+        """The record of this turn as a step of its leg (R1.16)."""
+        return StepResult(
+            step_type="initial" if first else "tool-result",
+            text=self.text_value,
+            reasoning_text=self.reasoning_text or None,
+            tool_calls=calls,
+            tool_results=results,
+            finish_reason=self.finish_reason or "stop",
+            usage=self.step_usage,
+            response_messages=response,
+        )

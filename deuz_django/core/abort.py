@@ -41,8 +41,13 @@ class AbortSignal:
     async def wait(self) -> None:
         if self.aborted:
             return
-        future = asyncio.get_running_loop().create_future()
-        remove = self.add_listener(lambda: future.done() or future.set_result(None))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        remove = self.add_listener(wake)
         try:
             await future
         finally:
@@ -73,7 +78,11 @@ class AbortController:
 def any_signal(*signals: AbortSignal | None) -> AbortSignal:
     """A signal that aborts when any of ``signals`` does (a tool's caller signal + timeout)."""
     combined = AbortController()
+
+    def follow(source: AbortSignal) -> None:
+        source.add_listener(lambda: combined.abort(source.reason))
+
     for signal in signals:
         if signal is not None:
-            signal.add_listener(lambda s=signal: combined.abort(s.reason))
+            follow(signal)
     return combined.signal

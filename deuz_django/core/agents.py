@@ -10,12 +10,13 @@ parent, and the verdicts given to the parent's resume are forwarded down to sett
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ._execution import SubAgentSuspension
-from ._loop import LoopOptions, LoopRun, ResumePoint
-from .durable._checkpointer import load_checkpoint
+from ._loop import LoopRun
+from ._options import LoopOptions
+from .durable._checkpointer import ResumePoint, load_best_effort
 from .durable.checkpoint import AgentCheckpoint
 from .durable.session import DurableSession
 from .messages import Message
@@ -31,7 +32,7 @@ from .tools import (
     ToolSet,
     coerce_tools,
 )
-from .usage import EMPTY_USAGE
+from .usage import EMPTY_USAGE, Usage, sum_usage
 
 PROMPT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -68,6 +69,33 @@ def _completed_answer(checkpoint: AgentCheckpoint) -> str:
     return NO_ANSWER
 
 
+@dataclass(frozen=True, slots=True)
+class _ChildStart:
+    session: DurableSession | None = None
+    checkpoint: AgentCheckpoint | None = None
+    resume_point: ResumePoint | None = None
+    uncounted: Usage = EMPTY_USAGE
+
+
+async def _child_start(ctx: ToolContext, name: str) -> _ChildStart:
+    """R9.3, R9.4 with D8: the child's key, and the checkpoint it continues from.
+
+    ``uncounted`` is the child's checkpointed usage the parent has not counted yet. A call
+    the model issued in this leg re-runs a step that a crash cut short, so the parent never
+    saved the child's progress; a call replayed by settle was counted in the parent's
+    suspended checkpoint.
+    """
+    if ctx.session is None or ctx.session.run_id is None:
+        return _ChildStart()
+    key = f"{ctx.session.run_id}::{name}#{ctx.tool_call_id}"
+    session = DurableSession(ctx.session.store, key)
+    existing = await load_best_effort(ctx.session.store, key, ctx.deps)
+    if existing is None:
+        return _ChildStart(session, None, ResumePoint(0, EMPTY_USAGE))
+    uncounted = EMPTY_USAGE if ctx.resumed else existing.usage
+    return _ChildStart(session, existing, ResumePoint.of(existing), uncounted)
+
+
 def _validate_prompt(args: Any) -> dict[str, str]:
     if not isinstance(args, dict) or not isinstance(args.get("prompt"), str):
         raise ToolArgumentsError(["prompt: expected a string"])
@@ -101,19 +129,12 @@ def agent_tool(
             *((Message("system", system),) if system is not None else ()),
             Message("user", args["prompt"]),
         )
-        session = None
-        resume_from = None
-        if ctx.session is not None and ctx.session.run_id is not None:
-            key = f"{ctx.session.run_id}::{name}#{ctx.tool_call_id}"
-            session = DurableSession(ctx.session.store, key)
-            existing = await load_checkpoint(ctx.session.store, key)
-            if existing is not None and existing.status == "completed":
-                return _completed_answer(existing)  # D8: resumed, never restarted
-            if existing is not None:
-                messages = existing.messages
-                resume_from = ResumePoint(existing.step_index, existing.usage)
-            else:
-                resume_from = ResumePoint(0, EMPTY_USAGE)
+        start = await _child_start(ctx, name)
+        if start.checkpoint is not None:
+            if start.checkpoint.status == "completed":
+                ctx.report_usage(start.uncounted)
+                return _completed_answer(start.checkpoint)  # D8: never restarted
+            messages = start.checkpoint.messages
         child = LoopRun(
             LoopOptions(
                 model=model,
@@ -126,11 +147,11 @@ def agent_tool(
                 approval_signer=ctx.approval_signer,
                 approval_max_age_ms=ctx.approval_max_age_ms,
                 signal=ctx.signal,
-                session=session,
+                session=start.session,
                 deps=ctx.deps,
                 agent_path=path,
                 root_run_id=ctx.root_run_id,
-                resume_from=resume_from,
+                resume_from=start.resume_point,
             )
         )
         requests = []
@@ -147,9 +168,9 @@ def agent_tool(
             elif isinstance(part, ErrorPart):
                 raise part.error
         result = child.result()
-        ctx.report_usage(result.usage)
+        ctx.report_usage(sum_usage(start.uncounted, result.usage))
         if requests:
-            if session is None:
+            if start.session is None:
                 raise RuntimeError(_no_session_message(name))
             raise SubAgentSuspension(requests)
         return _answer(result.steps)

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -37,9 +37,15 @@ class SystemClock:
 
 
 class Logger(Protocol):
-    def error(self, msg: str, /, *args: object, **kwargs: object) -> None: ...
+    """What the runtime logs through: a :class:`logging.Logger` fits."""
 
-    def warning(self, msg: str, /, *args: object, **kwargs: object) -> None: ...
+    def error(
+        self, msg: str, /, *args: object, extra: Mapping[str, object] | None = None
+    ) -> None: ...
+
+    def warning(
+        self, msg: str, /, *args: object, extra: Mapping[str, object] | None = None
+    ) -> None: ...
 
 
 @runtime_checkable

@@ -7,10 +7,12 @@ returns a :class:`StreamChatResult` at once, whose work starts when something pu
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, Required, TypedDict, Unpack
 
-from ._loop import LoopOptions, LoopRun, PrepareStep, ResumePoint, ResumeSource
+from ._loop import LoopRun
+from ._options import LoopOptions, PrepareStep, ResumeSource
 from .abort import AbortSignal
 from .approvals import (
     ApprovalSignerLike,
@@ -113,6 +115,12 @@ def loop_options(
     )
 
 
+def fresh_options(options: dict[str, Any]) -> LoopOptions:
+    """A new call's options; R2.1 routes a call without tools to a single model turn."""
+    validated = loop_options(options)
+    return replace(validated, single_turn=not validated.tools)
+
+
 def _input_messages(options: dict[str, Any]) -> tuple[Message, ...]:
     has_messages = options.get("messages") is not None
     prompt = options.get("prompt")
@@ -144,7 +152,7 @@ async def generate_text(**options: Unpack[GenerateOptions]) -> GenerateTextResul
     A failure (model error, hook error) is raised; a suspension is not a failure — read
     ``result.pending_approvals``.
     """
-    return await drain(LoopRun(loop_options(dict(options))))
+    return await drain(LoopRun(fresh_options(dict(options))))
 
 
 def stream_chat(**options: Unpack[GenerateOptions]) -> StreamChatResult:
@@ -153,7 +161,7 @@ def stream_chat(**options: Unpack[GenerateOptions]) -> StreamChatResult:
     Invalid options surface as an ``error`` part and rejected awaitables, never a raise.
     """
     try:
-        run = LoopRun(loop_options(dict(options)))
+        run = LoopRun(fresh_options(dict(options)))
     except (InvalidInputError, TypeError) as error:
         return StreamChatResult.failed(error, run_id=_session_run_id(options))
     return StreamChatResult(run)
@@ -164,13 +172,7 @@ def _session_run_id(options: Any) -> str | None:
     return session.run_id if isinstance(session, DurableSession) else None
 
 
-def resume_run(
-    store: Any,
-    run_id: str,
-    options: dict[str, Any],
-    *,
-    resume_from: ResumePoint | None = None,
-) -> LoopRun:
+def resume_run(store: Any, run_id: str, options: dict[str, Any]) -> LoopRun:
     """A leg that resumes ``run_id`` from ``store`` (the checkpoint loads when it starts)."""
     options = {**options, "approval_responses": options.get("approval_responses") or ()}
     return LoopRun(
@@ -179,7 +181,6 @@ def resume_run(
             allowed=_CALL_KEYS,
             messages=(),
             resume_source=ResumeSource(store, run_id),
-            resume_from=resume_from,
         )
     )
 
@@ -303,9 +304,9 @@ class StreamChatResult:
     def text(self) -> Awaitable[str]:
         return self._field(lambda r: r.text)
 
-    def _field(self, pick: Any) -> Any:
+    def _field[T](self, pick: Callable[[GenerateTextResult], T]) -> asyncio.Future[T]:
         outcome = self.result()
-        field: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        field: asyncio.Future[T] = asyncio.get_running_loop().create_future()
 
         def copy(done: asyncio.Future[GenerateTextResult]) -> None:
             if field.cancelled():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 from .exceptions import InvalidInputError
 
@@ -150,6 +150,10 @@ class Message:
 # -- validation of plain JSON input -----------------------------------------------------
 
 
+def _is_role(value: object) -> TypeGuard[Role]:
+    return isinstance(value, str) and value in ROLES
+
+
 def _fail(path: str, problem: str) -> InvalidInputError:
     return InvalidInputError(f"{path}: {problem}")
 
@@ -238,7 +242,7 @@ def message_from_json(data: Any, *, path: str = "message") -> Message:
             path, f"expected an object with role and content, got {type(data).__name__}"
         )
     role = data.get("role")
-    if role not in ROLES:
+    if not _is_role(role):
         raise _fail(
             f"{path}.role", f"expected system, user, assistant or tool, got {role!r}"
         )

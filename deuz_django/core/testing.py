@@ -33,6 +33,7 @@ class ScriptedReply:
     finish_reason: FinishReason | None = None
     error: BaseException | None = None
     delay: float = 0.0
+    chunk_delay: float = 0.0
 
     def events(self) -> list[ModelEvent]:
         events: list[ModelEvent] = []
@@ -51,6 +52,8 @@ class ScriptedReply:
         if self.delay:
             await asyncio.sleep(self.delay)
         for event in self.events():
+            if self.chunk_delay and isinstance(event, TextDeltaPart):
+                await asyncio.sleep(self.chunk_delay)
             yield event
         if self.error is not None:
             raise self.error
@@ -67,10 +70,12 @@ def reply(
     finish_reason: FinishReason | None = None,
     error: BaseException | str | None = None,
     delay: float = 0.0,
+    chunk_delay: float = 0.0,
 ) -> ScriptedReply:
     """One model turn. ``text`` may be a list of chunks (one delta each); ``usage`` is
     ``(input_tokens, output_tokens)``; ``error`` is raised after the text streamed;
-    ``delay`` (seconds) is waited before the first event."""
+    ``delay`` (seconds) is waited before the first event and ``chunk_delay`` before each
+    text chunk (a model that visibly streams)."""
     if isinstance(usage, tuple):
         usage = Usage(
             input_tokens=usage[0],
@@ -87,6 +92,7 @@ def reply(
         finish_reason=finish_reason,
         error=error,
         delay=delay,
+        chunk_delay=chunk_delay,
     )
 
 

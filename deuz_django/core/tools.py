@@ -22,9 +22,10 @@ import pydantic
 
 from .abort import AbortSignal
 from .approvals import ToolApprovalResponse
-from .deps import Deps
+from .deps import Deps, Logger
 from .exceptions import InvalidInputError
 from .messages import Message
+from .model import ToolDefinition
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -63,7 +64,11 @@ class NeedsApprovalContext:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
-    """Handed to ``execute``: the call, the history so far, and the run's seams (R1.13)."""
+    """Handed to ``execute``: the call, the history so far, and the run's seams (R1.13).
+
+    ``resumed`` is True when the call comes from a checkpoint's history and runs again on
+    resume (settle), rather than having been issued by the model in this leg.
+    """
 
     tool_call_id: str
     tool_name: str
@@ -79,6 +84,7 @@ class ToolContext:
     approval_signer: ApprovalSignerLike | None = None
     approval_max_age_ms: float | None = None
     root_run_id: str | None = None
+    resumed: bool = False
 
 
 ServerApprover = Callable[[ToolCall, tuple[Message, ...]], bool | Awaitable[bool]]
@@ -151,6 +157,22 @@ def coerce_tools(tools: ToolSet | Sequence[Tool] | None) -> dict[str, Tool]:
     return out
 
 
+def tool_definitions(
+    tools: Mapping[str, Tool], active: Sequence[str] | None, logger: Logger
+) -> tuple[ToolDefinition, ...]:
+    """What the model is told about ``tools``, filtered to ``active`` when given (R3.12):
+    an unknown name is logged and ignored, and a filter matching nothing sends them all."""
+    names: Sequence[str] = list(tools)
+    if active is not None:
+        for name in active:
+            if name not in tools:
+                logger.warning(f"active_tools: unknown tool {name!r} ignored")
+        names = [n for n in active if n in tools] or names
+    return tuple(
+        ToolDefinition(n, tools[n].description, tools[n].parameters) for n in names
+    )
+
+
 # -- @tool --------------------------------------------------------------------------------
 
 
@@ -196,7 +218,7 @@ def _build(
             )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
-    arguments = pydantic.create_model(  # type: ignore[call-overload]
+    arguments = pydantic.create_model(
         f"{fn.__name__}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid"),
         **fields,

@@ -1,16 +1,30 @@
-"""Saving a checkpoint at each step boundary, best-effort (SPEC R6.2, R6.3)."""
+"""Saving a checkpoint at each step boundary, and loading one back (SPEC R6.2, R6.3)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .._awaitable import resolve
 from ..approvals import ToolApprovalRequest
 from ..deps import Deps
+from ..exceptions import CheckpointNotFoundError, RunCompletedError
 from ..messages import Message
 from ..usage import EMPTY_USAGE, Usage, sum_usage, with_total
 from .checkpoint import AgentCheckpoint, CheckpointStatus
 from .session import SessionStore
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a leg's counters start: the checkpoint's boundary count and cumulative usage."""
+
+    step_index: int
+    usage: Usage
+
+    @classmethod
+    def of(cls, checkpoint: AgentCheckpoint) -> ResumePoint:
+        return cls(checkpoint.step_index, checkpoint.usage)
 
 
 class Checkpointer:
@@ -28,15 +42,14 @@ class Checkpointer:
         deps: Deps,
         *,
         agent_path: tuple[str, ...] = (),
-        step_index: int = 0,
-        base_usage: Usage = EMPTY_USAGE,
+        start: ResumePoint | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.deps = deps
         self.agent_path = agent_path
-        self.step_index = step_index
-        self.base_usage = base_usage
+        self.step_index = start.step_index if start else 0
+        self.base_usage = start.usage if start else EMPTY_USAGE
 
     def cumulative(self, leg_usage: Usage) -> Usage:
         if self.base_usage == EMPTY_USAGE:
@@ -66,9 +79,8 @@ class Checkpointer:
         try:
             await resolve(_method(self.store, "save")(checkpoint))
         except Exception as error:
-            detail = str(error) or type(error).__name__
             self.deps.logger.error(
-                f"durable: checkpoint save failed for '{step_id}' — {detail}"
+                f"durable: checkpoint save failed for '{step_id}' — {_detail(error)}"
             )
 
 
@@ -81,6 +93,35 @@ async def load_checkpoint(store: SessionStore, run_id: str) -> AgentCheckpoint |
             f"{type(checkpoint).__name__}, expected AgentCheckpoint or None"
         )
     return checkpoint
+
+
+async def load_resumable(store: SessionStore, run_id: str) -> AgentCheckpoint:
+    """The checkpoint a resume continues: it must exist (R7.3) and not be ``completed``
+    (D5: resuming it would call the model again)."""
+    checkpoint = await load_checkpoint(store, run_id)
+    if checkpoint is None:
+        raise CheckpointNotFoundError(run_id)
+    if checkpoint.status == "completed":
+        raise RunCompletedError(run_id)
+    return checkpoint
+
+
+async def load_best_effort(
+    store: SessionStore, run_id: str, deps: Deps
+) -> AgentCheckpoint | None:
+    """Load for a lookup the run can do without (the D9 counters, a sub-agent's key): a
+    store that fails is logged and reads as empty — durability is never a run-killer."""
+    try:
+        return await load_checkpoint(store, run_id)
+    except Exception as error:
+        deps.logger.error(
+            f"durable: checkpoint load failed for '{run_id}' — {_detail(error)}"
+        )
+        return None
+
+
+def _detail(error: Exception) -> str:
+    return str(error) or type(error).__name__
 
 
 def _method(store: SessionStore, name: str) -> Any:

@@ -1,0 +1,104 @@
+"""Settle-on-resume: the verdicts of a resume answer the trailing unanswered tool calls
+before the first model call (SPEC §5.4, §5.5, R10.9, D4, D10)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ._approval import (
+    CLIENT_TOOL_REASON,
+    CONFLICT_REASON,
+    NO_RESPONSE_REASON,
+    TOKEN_DENIAL_REASON,
+    Denial,
+    is_client_tool,
+    is_gated,
+    token_authorizes,
+)
+from .abort import AbortSignal
+from .approvals import ApprovalSignerLike, ToolApprovalResponse
+from .messages import Message, ToolResultPart, ToolUsePart
+from .tools import Tool, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class SettlePlan:
+    """The unanswered calls of the trailing assistant turn, and which of them are denied."""
+
+    calls: tuple[ToolCall, ...]
+    denials: dict[str, Denial]
+
+
+def unanswered_calls(history: tuple[Message, ...]) -> tuple[ToolCall, ...]:
+    """R5.10 steps 2–3: the trailing assistant turn's tool calls that have no result yet."""
+    answered: set[str] = set()
+    for message in reversed(history):
+        if message.role == "tool":
+            if not isinstance(message.content, str):
+                answered.update(
+                    p.tool_use_id
+                    for p in message.content
+                    if isinstance(p, ToolResultPart)
+                )
+            continue
+        if message.role != "assistant" or isinstance(message.content, str):
+            return ()
+        return tuple(
+            ToolCall(p.id, p.name, p.input)
+            for p in message.content
+            if isinstance(p, ToolUsePart) and p.id not in answered
+        )
+    return ()
+
+
+def _verdicts_by_id(
+    responses: Sequence[ToolApprovalResponse],
+) -> dict[str, ToolApprovalResponse]:
+    """R5.10.4 with D10: a repeated id keeps the last verdict, conflicting ones deny."""
+    by_id: dict[str, ToolApprovalResponse] = {}
+    conflicting: set[str] = set()
+    for response in responses:
+        previous = by_id.get(response.approval_id)
+        if previous is not None and previous.approved != response.approved:
+            conflicting.add(response.approval_id)
+        by_id[response.approval_id] = response
+    for approval_id in conflicting:
+        by_id[approval_id] = ToolApprovalResponse(
+            approval_id=approval_id,
+            approved=False,
+            reason=CONFLICT_REASON,
+        )
+    return by_id
+
+
+async def plan_settle(
+    history: tuple[Message, ...],
+    responses: Sequence[ToolApprovalResponse],
+    tools: Mapping[str, Tool],
+    *,
+    signer: ApprovalSignerLike | None,
+    max_age_ms: float | None,
+    bound_run_id: str | None,
+    signal: AbortSignal | None,
+) -> SettlePlan | None:
+    """Decide every unanswered call of the trailing assistant turn (R5.10 steps 4–6)."""
+    calls = unanswered_calls(history)
+    if not calls:
+        return None
+    by_id = _verdicts_by_id(responses)
+    denials: dict[str, Denial] = {}
+    for call in calls:
+        verdict = by_id.get(call.tool_call_id)
+        if verdict is not None:
+            if not verdict.approved:
+                denials[call.tool_call_id] = Denial(verdict.reason)
+            elif signer is not None and not token_authorizes(
+                verdict, call, signer, max_age_ms, bound_run_id
+            ):
+                denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
+        elif is_client_tool(tools, call.tool_name):
+            denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
+        elif await is_gated(tools, call, history, signal):
+            denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
+    return SettlePlan(calls, denials)

@@ -1,0 +1,485 @@
+"""The contract every ``SessionStore`` passes (SPEC §6–§8; STYLE rule 3).
+
+One test mixin, run by every store — the in-memory reference store, the Django store, any
+user's own — the way Django's ``contrib/sessions`` tests run one suite on every backend.
+Subclass it in a ``Test…`` class and give it a ``store`` fixture (sync or async) that
+returns a fresh, empty store::
+
+    class TestInMemorySessionStore(SessionStoreContract):
+        @pytest.fixture
+        def store(self) -> SessionStore:
+            return create_in_memory_session_store()
+
+A store's methods may be sync or async; the contract awaits whatever they return, as the
+loops do. ``delete`` and ``list`` are optional in the protocol (the loops never call them)
+but required here, because the cleanup and listing tooling is built on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from deuz_django.core import (
+    Deps,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolApprovalRequest,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+    generate_text,
+    tool,
+)
+from deuz_django.core._awaitable import resolve
+from deuz_django.core.durable import (
+    AgentCheckpoint,
+    CheckpointNotFoundError,
+    CheckpointStatus,
+    DurableSession,
+    SessionStore,
+    create_approval_signer,
+    resume_from_checkpoint,
+)
+from deuz_django.core.testing import ScriptedModel, reply
+
+NOW_MS = 1_700_000_000_123
+
+
+class FixedClock:
+    """A clock that never moves, so checkpoints and tokens are reproducible."""
+
+    def __init__(self, now: float = NOW_MS) -> None:
+        self._now = now
+
+    def now(self) -> float:
+        return self._now
+
+    async def sleep(self, ms: float) -> None:
+        return None
+
+
+def make_checkpoint(
+    run_id: str = "run-1",
+    step_index: int = 1,
+    *,
+    status: CheckpointStatus = "running",
+    messages: Sequence[Message] | None = None,
+    pending_approvals: Sequence[ToolApprovalRequest] | None = None,
+    agent_path: Sequence[str] | None = None,
+    usage: Usage | None = None,
+) -> AgentCheckpoint:
+    """A checkpoint as the loop builds one (R6.3), with a one-message default history."""
+    return AgentCheckpoint(
+        run_id=run_id,
+        step_id=f"{run_id}#{step_index}",
+        step_index=step_index,
+        status=status,
+        messages=tuple(
+            messages
+            if messages is not None
+            else (Message("user", f"step {step_index}"),)
+        ),
+        usage=usage or Usage(input_tokens=10, output_tokens=5, total_tokens=15),
+        pending_approvals=tuple(pending_approvals) if pending_approvals else None,
+        agent_path=tuple(agent_path) if agent_path else None,
+        created_at=NOW_MS + step_index,
+    )
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe\x00"
+
+
+def rich_history() -> tuple[Message, ...]:
+    """Every part type, bytes in images, tool inputs and results, and non-ASCII text."""
+    return (
+        Message("system", "Du bist knapp. 日本語で答えて。"),
+        Message(
+            "user",
+            (
+                TextPart("Crop this ✂️ — naïve café, עברית, 👩🏽‍💻, e\u0301, a\u2028b"),
+                ImagePart(PNG, "image/png"),
+                ImagePart(b""),
+            ),
+        ),
+        Message(
+            "assistant",
+            (
+                ReasoningPart("Cropping first…", signature="c2lnbmF0dXJl"),
+                TextPart("Cropping."),
+                ToolUsePart(
+                    "toolu_1",
+                    "crop",
+                    {"image": PNG, "box": [0, 0, 10.5, 20], "label": "Größe"},
+                    {"anthropic": {"cacheControl": {"type": "ephemeral"}}},
+                ),
+            ),
+            {"openai": {"refusal": None}},
+        ),
+        Message(
+            "tool",
+            (
+                ToolResultPart(
+                    "toolu_1",
+                    {
+                        "cropped": b"\x00\x01\xfe\xff",
+                        "thumbnail": bytearray(b"\x10\x20"),
+                        "nested": [[b"\x7f"], {"empty": b""}],
+                        "notes": ["😀", None, True, 3, -0.5],
+                    },
+                ),
+            ),
+        ),
+        Message("assistant", (ToolUsePart("toolu_2", "upload", {"to": "s3://b/k"}),)),
+        Message("tool", (ToolResultPart("toolu_2", "Bucket not found.", True),)),
+        Message("assistant", "Fertig — 完了."),
+    )
+
+
+def signed_requests(run_id: str) -> tuple[ToolApprovalRequest, ...]:
+    """Two pending approvals, one raised by a nested sub-agent, each with its token."""
+    signer = create_approval_signer(secret="contract-secret", clock=FixedClock())
+    unsigned = (
+        ToolApprovalRequest(
+            approval_id="toolu_9",
+            tool_call_id="toolu_9",
+            tool_name="pay",
+            input={"amount": 12.5, "payee": "Zoë Œuvre"},
+        ),
+        ToolApprovalRequest(
+            approval_id="toolu_10",
+            tool_call_id="toolu_10",
+            tool_name="run_shell",
+            input={"cmd": "rm -rf build/"},
+            agent_path=("researcher", "coder"),
+        ),
+    )
+    return tuple(
+        ToolApprovalRequest(
+            approval_id=r.approval_id,
+            tool_call_id=r.tool_call_id,
+            tool_name=r.tool_name,
+            input=r.input,
+            agent_path=r.agent_path,
+            token=signer.sign(r, run_id),
+        )
+        for r in unsigned
+    )
+
+
+class SessionStoreContract:
+    """Behaviour every store shares. Subclasses provide a ``store`` fixture."""
+
+    # -- helpers: call a sync or an async store alike -----------------------------------
+
+    @staticmethod
+    async def save(store: Any, checkpoint: AgentCheckpoint) -> None:
+        await resolve(store.save(checkpoint))
+
+    @staticmethod
+    async def load(store: Any, run_id: str) -> AgentCheckpoint | None:
+        checkpoint = await resolve(store.load(run_id))
+        assert checkpoint is None or isinstance(checkpoint, AgentCheckpoint)
+        return checkpoint
+
+    @staticmethod
+    async def delete(store: Any, run_id: str) -> None:
+        await resolve(store.delete(run_id))
+
+    @staticmethod
+    async def list_runs(store: Any) -> list[str]:
+        return list(await resolve(store.list()))
+
+    async def assert_round_trips(self, store: Any, checkpoint: AgentCheckpoint) -> None:
+        expected = checkpoint.to_json()
+        await self.save(store, checkpoint)
+        loaded = await self.load(store, checkpoint.run_id)
+        assert loaded is not None
+        assert loaded.to_json() == expected
+
+    # -- save and load ------------------------------------------------------------------
+
+    def test_store_satisfies_the_session_store_protocol(self, store: Any) -> None:
+        # SPEC R6.1
+        assert isinstance(store, SessionStore)
+
+    async def test_load_returns_an_equal_checkpoint_after_save(
+        self, store: Any
+    ) -> None:
+        # SPEC R6.1
+        await self.assert_round_trips(store, make_checkpoint("run-save"))
+
+    async def test_latest_save_wins_per_run_id(self, store: Any) -> None:
+        # SPEC R6.1: the loops save every boundary and load only the latest.
+        for step in (1, 2, 3):
+            await self.save(store, make_checkpoint("run-latest", step))
+        loaded = await self.load(store, "run-latest")
+        assert loaded is not None
+        assert loaded.to_json() == make_checkpoint("run-latest", 3).to_json()
+
+    async def test_a_later_save_wins_even_with_a_lower_step_index(
+        self, store: Any
+    ) -> None:
+        # SPEC R9.4: a sub-agent that starts fresh overwrites its old checkpoint from 1.
+        await self.save(store, make_checkpoint("run-restart", 4, status="completed"))
+        await self.save(store, make_checkpoint("run-restart", 1))
+        loaded = await self.load(store, "run-restart")
+        assert loaded is not None
+        assert loaded.to_json() == make_checkpoint("run-restart", 1).to_json()
+
+    async def test_a_status_change_is_saved(self, store: Any) -> None:
+        # SPEC R6.4: running, then suspended, then completed under one run id.
+        statuses: tuple[CheckpointStatus, ...] = ("running", "suspended", "completed")
+        for step, status in enumerate(statuses, start=1):
+            await self.save(store, make_checkpoint("run-status", step, status=status))
+            loaded = await self.load(store, "run-status")
+            assert loaded is not None
+            assert (loaded.status, loaded.step_index) == (status, step)
+
+    async def test_an_unknown_run_id_loads_none(self, store: Any) -> None:
+        # SPEC R6.1
+        assert await self.load(store, "no-such-run") is None
+
+    async def test_runs_are_independent(self, store: Any) -> None:
+        await self.save(store, make_checkpoint("run-a", 1))
+        await self.save(store, make_checkpoint("run-b", 1))
+        await self.save(store, make_checkpoint("run-a", 2))
+        a = await self.load(store, "run-a")
+        b = await self.load(store, "run-b")
+        assert a is not None
+        assert b is not None
+        assert a.to_json() == make_checkpoint("run-a", 2).to_json()
+        assert b.to_json() == make_checkpoint("run-b", 1).to_json()
+
+    async def test_sub_agent_keys_are_ordinary_run_ids(self, store: Any) -> None:
+        # SPEC R9.3: child keys nest ``::`` and ``#``; a prefix is a different run.
+        keys = ("root", "root::researcher#c1", "root::researcher#c1::coder#c2")
+        for depth, key in enumerate(keys, start=1):
+            await self.save(store, make_checkpoint(key, depth))
+        for depth, key in enumerate(keys, start=1):
+            loaded = await self.load(store, key)
+            assert loaded is not None
+            assert loaded.to_json() == make_checkpoint(key, depth).to_json()
+
+    # -- delete and list ----------------------------------------------------------------
+
+    async def test_delete_removes_the_run(self, store: Any) -> None:
+        await self.save(store, make_checkpoint("run-gone", 1))
+        await self.save(store, make_checkpoint("run-kept", 1))
+        await self.delete(store, "run-gone")
+        assert await self.load(store, "run-gone") is None
+        assert await self.load(store, "run-kept") is not None
+        assert await self.list_runs(store) == ["run-kept"]
+
+    async def test_deleting_an_unknown_run_is_a_no_op(self, store: Any) -> None:
+        await self.save(store, make_checkpoint("run-kept", 1))
+        await self.delete(store, "no-such-run")
+        assert await self.load(store, "run-kept") is not None
+        assert await self.list_runs(store) == ["run-kept"]
+
+    async def test_a_deleted_run_can_be_saved_again(self, store: Any) -> None:
+        await self.save(store, make_checkpoint("run-again", 3))
+        await self.delete(store, "run-again")
+        await self.assert_round_trips(store, make_checkpoint("run-again", 1))
+
+    async def test_list_of_an_empty_store_is_empty(self, store: Any) -> None:
+        assert await self.list_runs(store) == []
+
+    async def test_list_enumerates_each_saved_run_id_once(self, store: Any) -> None:
+        for run_id, steps in (("run-x", 3), ("run-y", 1), ("run-z::w#c1", 2)):
+            for step in range(1, steps + 1):
+                await self.save(store, make_checkpoint(run_id, step))
+        assert sorted(await self.list_runs(store)) == ["run-x", "run-y", "run-z::w#c1"]
+
+    # -- what a checkpoint holds --------------------------------------------------------
+
+    async def test_bytes_and_every_part_type_round_trip(self, store: Any) -> None:
+        # SPEC R8.1, R8.2: bytes in images, tool inputs and tool results come back as bytes.
+        checkpoint = make_checkpoint("run-bytes", 7, messages=rich_history())
+        await self.assert_round_trips(store, checkpoint)
+        loaded = await self.load(store, "run-bytes")
+        assert loaded is not None
+        image = loaded.messages[1].parts[1]
+        assert isinstance(image, ImagePart)
+        assert image.image == PNG
+        assert isinstance(image.image, bytes)
+        result = loaded.messages[3].parts[0]
+        assert isinstance(result, ToolResultPart)
+        assert result.result["nested"] == [[b"\x7f"], {"empty": b""}]
+
+    async def test_nul_and_lone_surrogates_in_text_round_trip(self, store: Any) -> None:
+        # SPEC R8.1: any Python string a tool may return is storable, not only valid UTF-8.
+        text = "a\x00b \ud83d half an emoji, \udc00 a stray low half"
+        history = (
+            Message("user", text),
+            Message("tool", (ToolResultPart("toolu_1", {text: [text]}),)),
+        )
+        await self.assert_round_trips(
+            store, make_checkpoint("run-odd-text", messages=history)
+        )
+
+    async def test_pending_approvals_with_tokens_and_agent_paths_round_trip(
+        self, store: Any
+    ) -> None:
+        # SPEC R6.3, R9.3: a suspended (sub-agent) checkpoint keeps its signed requests.
+        checkpoint = make_checkpoint(
+            "root::researcher#c1",
+            2,
+            status="suspended",
+            messages=rich_history()[:3],
+            pending_approvals=signed_requests("root"),
+            agent_path=("researcher",),
+            usage=Usage(
+                input_tokens=120,
+                output_tokens=30,
+                reasoning_tokens=7,
+                cached_read_tokens=64,
+                cache_write_tokens=16,
+                cache_write_1h_tokens=8,
+                total_tokens=150,
+                audio_tokens=0,
+                server_tool_uses=2,
+            ),
+        )
+        await self.assert_round_trips(store, checkpoint)
+        loaded = await self.load(store, "root::researcher#c1")
+        assert loaded is not None
+        assert loaded.pending_approvals is not None
+        verifier = create_approval_signer(secret="contract-secret", clock=FixedClock())
+        for request in loaded.pending_approvals:
+            payload = verifier.verify(request.token)
+            assert payload is not None
+            assert payload["approvalId"] == request.approval_id
+            assert payload["runId"] == "root"
+
+    async def test_a_loaded_checkpoint_is_not_changed_by_later_saves(
+        self, store: Any
+    ) -> None:
+        # SPEC R8.5: history is immutable; a snapshot is a snapshot.
+        first = make_checkpoint("run-snap", 1, messages=rich_history()[:3])
+        first_json = first.to_json()
+        await self.save(store, first)
+        loaded = await self.load(store, "run-snap")
+        assert loaded is not None
+        longer = (*loaded.messages, *rich_history()[3:])
+        await self.save(store, make_checkpoint("run-snap", 2, messages=longer))
+        await self.save(store, make_checkpoint("run-other", 1, messages=longer))
+        assert first.to_json() == first_json
+        assert loaded.to_json() == first_json
+
+    # -- through the loop ---------------------------------------------------------------
+
+    async def test_a_durable_run_suspends_resumes_and_completes(
+        self, store: Any
+    ) -> None:
+        # SPEC R6.4 (B1, B7, B4), R6.6, R6.7, R7.2, R10.8, R10.9 against this store.
+        executed: list[str] = []
+
+        @tool
+        async def forecast(city: str) -> dict[str, Any]:
+            """Tomorrow's weather."""
+            executed.append(f"forecast:{city}")
+            return {"city": city, "sky": "☀️", "high": 21.5}
+
+        @tool(needs_approval=True)
+        async def book_train(city: str) -> str:
+            """Book a seat (a person approves it first)."""
+            executed.append(f"book_train:{city}")
+            return f"Booked to {city}."
+
+        tools = [forecast, book_train]
+        model = ScriptedModel(
+            [
+                reply(
+                    tool_calls=[("toolu_1", "forecast", {"city": "Zürich"})],
+                    usage=(10, 5),
+                ),
+                reply(
+                    tool_calls=[("toolu_2", "book_train", {"city": "Zürich"})],
+                    usage=(20, 7),
+                ),
+                reply(text="Booked: sunny Zürich awaits.", usage=(30, 9)),
+            ]
+        )
+        clock = FixedClock()
+        signer = create_approval_signer(secret="contract-secret", clock=clock)
+        common: dict[str, Any] = {
+            "model": model,
+            "tools": tools,
+            "max_steps": 8,
+            "approval_signer": signer,
+            "deps": Deps(clock=clock, generate_id=lambda: "unused-id"),
+        }
+
+        first = await generate_text(
+            prompt="Check Zürich and book a train.",
+            session=DurableSession(store, "run-e2e"),
+            **common,
+        )
+        assert first.run_id == "run-e2e"
+        assert executed == ["forecast:Zürich"]
+        assert first.pending_approvals is not None
+        (pending,) = first.pending_approvals
+        suspended = await self.load(store, "run-e2e")
+        assert suspended is not None
+        assert (suspended.status, suspended.step_index) == ("suspended", 2)
+        assert suspended.step_id == "run-e2e#2"
+        assert suspended.pending_approvals == first.pending_approvals
+        assert suspended.messages == first.messages
+        assert suspended.usage.total_tokens == 42
+        assert suspended.created_at == clock.now()
+        suspended_json = suspended.to_json()
+
+        resumed = await resume_from_checkpoint(
+            store,
+            "run-e2e",
+            approval_responses=[
+                {
+                    "approvalId": pending.approval_id,
+                    "approved": True,
+                    "token": pending.token,
+                }
+            ],
+            **common,
+        )
+        assert executed == ["forecast:Zürich", "book_train:Zürich"]
+        assert resumed.run_id == "run-e2e"
+        assert resumed.text == "Booked: sunny Zürich awaits."
+        assert resumed.usage.total_tokens == 39  # this leg only (R6.7)
+        final = await self.load(store, "run-e2e")
+        assert final is not None
+        assert (final.status, final.step_index) == ("completed", 3)
+        assert final.pending_approvals is None
+        assert (
+            final.usage.to_json()
+            == Usage(input_tokens=60, output_tokens=21, total_tokens=81).to_json()
+        )
+        assert final.messages == resumed.messages
+        # SPEC R8.5: the suspended snapshot is untouched by the leg that continued it.
+        assert suspended.to_json() == suspended_json
+        assert final.messages[: len(suspended.messages)] == suspended.messages
+        assert [m.role for m in final.messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+        assert final.messages[4].parts == (
+            ToolResultPart("toolu_2", "Booked to Zürich."),
+        )
+
+    async def test_resuming_an_unknown_run_raises_checkpoint_not_found(
+        self, store: Any
+    ) -> None:
+        # SPEC R7.2, R7.3
+        with pytest.raises(CheckpointNotFoundError) as caught:
+            await resume_from_checkpoint(
+                store, "no-such-run", model=ScriptedModel([]), tools=[]
+            )
+        assert caught.value.run_id == "no-such-run"

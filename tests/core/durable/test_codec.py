@@ -1,0 +1,276 @@
+"""The checkpoint codec against the vectors recorded from the reference (SPEC §8)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deuz_django.core.durable.checkpoint import AgentCheckpoint
+from deuz_django.core.durable.codec import (
+    decode_json,
+    deserialize_checkpoint,
+    encode_json,
+    serialize_checkpoint,
+)
+from deuz_django.core.exceptions import InvalidInputError
+from deuz_django.core.messages import ImagePart, Message, TextPart
+from deuz_django.core.usage import Usage
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "vectors"
+VECTORS = json.loads((FIXTURES / "codec.json").read_text("utf-8"))
+
+
+def _restore_bytes(value: Any) -> Any:
+    """The vector file writes a restored byte array as ``{"__bytes__": [...], ...}``."""
+    if isinstance(value, dict):
+        if "__bytes__" in value:
+            return bytes(value["__bytes__"])
+        return {k: _restore_bytes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore_bytes(v) for v in value]
+    return value
+
+
+def _checkpoint(**overrides: Any) -> AgentCheckpoint:
+    fields: dict[str, Any] = {
+        "run_id": "r",
+        "step_id": "r#1",
+        "step_index": 1,
+        "status": "running",
+        "messages": (Message("user", (TextPart("hi"), ImagePart(b"\x00\xff"))),),
+        "usage": Usage(input_tokens=1, output_tokens=1, total_tokens=2),
+        "created_at": 7,
+    }
+    return AgentCheckpoint(**(fields | overrides))
+
+
+# -- the recorded vectors ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", VECTORS["roundtrip"], ids=lambda c: c["name"])
+def test_roundtrip_vector_decodes_to_the_reference_value(case: dict[str, Any]) -> None:
+    # SPEC R8.2: deserialize gives the reference's tree, byte arrays as bytes.
+    checkpoint = deserialize_checkpoint(case["serialized"])
+    assert checkpoint.to_json() == _restore_bytes(case["deserialized"])
+
+
+@pytest.mark.parametrize("case", VECTORS["roundtrip"], ids=lambda c: c["name"])
+def test_roundtrip_vector_reencodes_byte_identical(case: dict[str, Any]) -> None:
+    # SPEC R8.1: the codec keeps key order, so the text survives a round trip exactly.
+    assert encode_json(decode_json(case["serialized"])) == case["serialized"]
+
+
+# One vector writes ``pendingApprovals`` before ``usage``; every checkpoint the reference
+# saves has R6.3's order (usage first), which is the order AgentCheckpoint writes.
+_HAND_ORDERED = {"lookalike_garbled_tag_stays_plain"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in VECTORS["roundtrip"] if c["name"] not in _HAND_ORDERED],
+    ids=lambda c: c["name"],
+)
+def test_checkpoint_roundtrip_is_byte_identical(case: dict[str, Any]) -> None:
+    # SPEC R8.1, R6.3: serialize(deserialize(s)) == s.
+    checkpoint = deserialize_checkpoint(case["serialized"])
+    assert serialize_checkpoint(checkpoint) == case["serialized"]
+
+
+def test_hand_ordered_vector_reserializes_in_the_saved_order() -> None:
+    # SPEC R6.3: usage comes before pendingApprovals in a saved checkpoint.
+    (case,) = [c for c in VECTORS["roundtrip"] if c["name"] in _HAND_ORDERED]
+    text = serialize_checkpoint(deserialize_checkpoint(case["serialized"]))
+    assert json.loads(text) == json.loads(case["serialized"])
+    assert list(json.loads(text)) == [
+        "version",
+        "runId",
+        "stepId",
+        "stepIndex",
+        "status",
+        "messages",
+        "usage",
+        "pendingApprovals",
+        "createdAt",
+    ]
+
+
+@pytest.mark.parametrize("case", VECTORS["deserialize_only"], ids=lambda c: c["name"])
+def test_forgiving_base64_decision_table(case: dict[str, Any]) -> None:
+    # SPEC R8.2, R8.4: the browser's atob rules decide what becomes bytes.
+    assert case["ok"]
+    assert decode_json(case["json"]) == _restore_bytes(case["value"])
+
+
+# -- encoding ------------------------------------------------------------------------
+
+
+def test_every_byte_like_value_is_tagged_with_padded_standard_base64() -> None:
+    # SPEC R8.1: bytes, bytearray and memoryview, anywhere in the tree; tuples are lists.
+    value = {"a": b"\xfb\xff", "b": [bytearray(b"\x01")], "c": (memoryview(b""),)}
+    assert encode_json(value) == (
+        '{"a":{"$deuzBytes":"+/8="},"b":[{"$deuzBytes":"AQ=="}],"c":[{"$deuzBytes":""}]}'
+    )
+
+
+def test_output_is_compact_with_raw_non_ascii() -> None:
+    # SPEC R8.1
+    assert (
+        encode_json({"t": "ü 🚀", "n": [1, None, True]})
+        == '{"t":"ü 🚀","n":[1,null,true]}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("number", "js"),
+    [
+        # Each expected text is what Node's JSON.stringify printed for the same double.
+        (1.0, "1"),
+        (-0.0, "0"),
+        (1e21, "1e+21"),
+        (1e-7, "1e-7"),
+        (1e-5, "0.00001"),
+        (1e-6, "0.000001"),
+        (1e16, "10000000000000000"),
+        (1.2345678901234568e20, "123456789012345680000"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (0.1, "0.1"),
+        (-1.5e-10, "-1.5e-10"),
+        (123.456, "123.456"),
+        (2.0**53, "9007199254740992"),
+        (-2.5e-9, "-2.5e-9"),
+        (0.0001, "0.0001"),
+        (math.nan, "null"),
+        (math.inf, "null"),
+        (-math.inf, "null"),
+    ],
+)
+def test_numbers_are_written_as_javascript_writes_them(number: float, js: str) -> None:
+    # SPEC R10.4 (shared with the signer): JSON.stringify's number formatting.
+    assert encode_json(number) == js
+    assert encode_json({"x": [number]}) == f'{{"x":[{js}]}}'
+
+
+def test_float_keys_are_written_as_javascript_property_names() -> None:
+    assert encode_json({1.5: 1, 1e21: 2, 1e-7: 3}) == '{"1.5":1,"1e+21":2,"1e-7":3}'
+
+
+def test_a_lone_surrogate_is_escaped_as_well_formed_json_stringify_does() -> None:
+    assert encode_json(["\ud800", "ü\udfff"]) == '["\\ud800","ü\\udfff"]'
+    assert decode_json(encode_json("\ud800")) == "\ud800"
+
+
+def test_ints_are_written_exactly() -> None:
+    assert encode_json(2**64 + 1) == "18446744073709551617"
+
+
+def test_a_value_json_cannot_hold_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        encode_json({"x": {1}})
+
+
+def test_checkpoint_with_bytes_round_trips() -> None:
+    checkpoint = _checkpoint()
+    assert deserialize_checkpoint(serialize_checkpoint(checkpoint)) == checkpoint
+
+
+# -- decoding ------------------------------------------------------------------------
+
+
+def test_bytes_input_is_read_as_utf8() -> None:
+    text = serialize_checkpoint(_checkpoint())
+    assert deserialize_checkpoint(text.encode("utf-8")) == _checkpoint()
+
+
+@pytest.mark.parametrize(
+    ("value", "decoded"),
+    [("AQ\tID\r\nBA\f==", b"\x01\x02\x03\x04"), (" AQID ", b"\x01\x02\x03")],
+    ids=["every-ascii-whitespace", "surrounding-spaces"],
+)
+def test_ascii_whitespace_is_ignored_in_a_tag(value: str, decoded: bytes) -> None:
+    # SPEC R8.2: TAB, LF, FF, CR and SPACE are stripped.
+    assert decode_json(json.dumps({"$deuzBytes": value})) == decoded
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["AQ\vID", "AQ\u00a0ID", "AQ\u3000ID", "====", "=", "AQI==="],
+    ids=[
+        "vertical-tab",
+        "nbsp",
+        "ideographic-space",
+        "only-padding",
+        "one-pad",
+        "three-pads",
+    ],
+)
+def test_non_ascii_whitespace_and_stray_padding_keep_the_tag_plain(value: str) -> None:
+    # SPEC R8.2: only ASCII whitespace is stripped; at most two trailing "=" are dropped.
+    assert decode_json(json.dumps({"$deuzBytes": value})) == {"$deuzBytes": value}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "not json", '{"version":1,}', "NaN", '{"createdAt":Infinity}'],
+)
+def test_garbled_text_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInputError, match=r"^checkpoint: not valid JSON \("):
+        deserialize_checkpoint(text)
+
+
+def test_bytes_that_are_not_utf8_are_invalid_input() -> None:
+    with pytest.raises(InvalidInputError, match="not valid JSON"):
+        deserialize_checkpoint(b'{"version":1,"runId":"\xff"}')
+
+
+@pytest.mark.parametrize("text", ["[]", "1", '"checkpoint"', "null"])
+def test_a_non_object_is_invalid_input(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="checkpoint: expected an object"):
+        deserialize_checkpoint(text)
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_an_unknown_version_is_refused(version: Any) -> None:
+    data = json.loads(serialize_checkpoint(_checkpoint()))
+    data["version"] = version
+    with pytest.raises(
+        InvalidInputError, match="unsupported checkpoint schema version"
+    ):
+        deserialize_checkpoint(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("runId", 1, "checkpoint.runId: expected a string"),
+        ("stepIndex", "1", "checkpoint.stepIndex: expected an integer"),
+        ("status", "paused", "checkpoint.status"),
+        ("messages", {}, "checkpoint.messages: expected a list"),
+        ("createdAt", True, "checkpoint.createdAt: expected a number"),
+        ("usage", {"inputTokens": 1.5}, "checkpoint.usage.inputTokens"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_invalid_input(
+    key: str, value: Any, message: str
+) -> None:
+    data = json.loads(serialize_checkpoint(_checkpoint()))
+    data[key] = value
+    with pytest.raises(InvalidInputError, match=message):
+        deserialize_checkpoint(json.dumps(data))
+
+
+def test_an_image_part_holding_a_non_bytes_tag_is_invalid_input() -> None:
+    # SPEC R8.3: a look-alike tag stays a dict, which an image part cannot hold.
+    data = json.loads(serialize_checkpoint(_checkpoint()))
+    data["messages"][0]["content"][1]["image"] = {"$deuzBytes": "-_8="}
+    with pytest.raises(InvalidInputError, match=r"content\[1\]\.image"):
+        deserialize_checkpoint(json.dumps(data))
+
+
+def test_a_non_text_argument_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        deserialize_checkpoint(None)  # type: ignore[arg-type]

@@ -1,0 +1,15 @@
+import pytest
+
+from deuz_django.core.journal import InMemoryJournal
+
+from .journal_contract import StreamJournalContract
+
+
+class TestInMemoryJournal(StreamJournalContract):
+    @pytest.fixture
+    def journal(self) -> InMemoryJournal:
+        return InMemoryJournal()
+
+    @pytest.fixture
+    def stream_id(self) -> str:
+        return "run-1"
