@@ -3,7 +3,8 @@
 deuz_django.E001  DEUZ["APPROVAL_SECRET"] is missing
 deuz_django.E002  DEUZ["APPROVAL_SECRET"] is too weak (shorter than 32 characters)
 deuz_django.E003  an agent in DEUZ["AGENTS"] cannot be imported or is not an AgentSpec
-deuz_django.E004  Channels is installed but no CHANNEL_LAYERS is configured
+deuz_django.E004  the ASGI application routes the deuz consumer but no CHANNEL_LAYERS is
+                  configured
 deuz_django.E005  the default task backend cannot run the resume task
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.checks import Error
+from django.utils.module_loading import import_string
 
 from .conf import deuz_settings
 
@@ -61,29 +63,67 @@ def check_agents(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return errors
 
 
+def routes_deuz_consumer(app: Any, depth: int = 0) -> bool:
+    """Whether an ASGI application (Channels routers and middleware) reaches a consumer
+    of this package: ``as_asgi()`` apps carry ``consumer_class``, routers their routes,
+    middleware the application it wraps."""
+    if app is None or depth > 32:
+        return False
+    consumer = getattr(app, "consumer_class", None)
+    if consumer is not None:
+        return str(consumer.__module__).startswith("deuz_django.")
+    mapping = getattr(app, "application_mapping", None)
+    if isinstance(mapping, dict):
+        return any(routes_deuz_consumer(a, depth + 1) for a in mapping.values())
+    routes = getattr(app, "routes", None)
+    if isinstance(routes, list | tuple):
+        return any(
+            routes_deuz_consumer(getattr(r, "callback", None), depth + 1)
+            for r in routes
+        )
+    inner = getattr(app, "inner", None) or getattr(app, "application", None)
+    return routes_deuz_consumer(inner, depth + 1)
+
+
 def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    uses_channels = {"channels", "daphne"} & set(settings.INSTALLED_APPS)
-    if uses_channels and not getattr(settings, "CHANNEL_LAYERS", None):
-        return [
-            Error(
-                "Channels is installed but CHANNEL_LAYERS is not configured.",
-                hint="The WebSocket consumer fans out through the channel layer: use "
-                "channels.layers.InMemoryChannelLayer in development and "
-                "channels_redis in production.",
-                id="deuz_django.E004",
-            )
-        ]
-    return []
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if not path or getattr(settings, "CHANNEL_LAYERS", None):
+        return []
+    try:
+        application = import_string(path)
+    except Exception:  # an ASGI module that does not import is reported when served
+        return []
+    if not routes_deuz_consumer(application):
+        return []
+    return [
+        Error(
+            f"{path} routes the deuz WebSocket consumer but CHANNEL_LAYERS is not "
+            "configured.",
+            hint="The consumer fans out and listens for cancels through the channel "
+            "layer: use channels.layers.InMemoryChannelLayer in development and "
+            "channels_redis in production.",
+            id="deuz_django.E004",
+        )
+    ]
 
 
 def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from django.tasks import default_task_backend
+    from django.tasks import task_backends
     from django.tasks.backends.dummy import DummyBackend
-    from django.tasks.exceptions import InvalidTask
+    from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 
     from .tasks import resume_run_task
 
-    backend = default_task_backend
+    try:
+        backend = task_backends[resume_run_task.backend]
+    except InvalidTaskBackend as error:
+        return [
+            Error(
+                f"The task backend for the resume task is unusable: {error}",
+                hint="Check TASKS['default'] in the settings.",
+                id="deuz_django.E005",
+            )
+        ]
     if isinstance(backend, DummyBackend):
         return [
             Error(

@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "LEASE_SECONDS": 30,
     # The stream journal backend.
     "STREAM_STORE": "deuz_django.journal.DatabaseJournal",
+    # Where RedisJournal keeps its lists (when STREAM_STORE is deuz_django.journal.RedisJournal).
+    "STREAM_REDIS_URL": "redis://127.0.0.1:6379/0",
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
 }

@@ -31,7 +31,11 @@ def lease_duration() -> timedelta:
 
 
 def acquire(run_id: str, owner: str | None = None) -> Lease:
-    """Take the run's lease or raise :class:`RunBusy` (or :class:`RunNotFound`)."""
+    """Take the run's lease or raise :class:`RunBusy` (or :class:`RunNotFound`).
+
+    One conditional ``UPDATE`` is the compare-and-set: it matches only while no live lease
+    exists, so of any number of concurrent callers exactly one changes the row.
+    """
     owner = owner or new_owner()
     now = timezone.now()
     taken = (
@@ -49,9 +53,14 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
         if not Run.objects.filter(run_id=run_id).exists():
             raise RunNotFound(f"No run '{run_id}'.")
         raise RunBusy(run_id)
-    generation = Run.objects.values_list("lease_generation", flat=True).get(
-        run_id=run_id
+    # Read back by owner: if the lease lapsed and was taken over in between, it is not ours.
+    generation = (
+        Run.objects.filter(run_id=run_id, lease_owner=owner)
+        .values_list("lease_generation", flat=True)
+        .first()
     )
+    if generation is None:
+        raise RunBusy(run_id)
     return Lease(run_id, owner, generation)
 
 

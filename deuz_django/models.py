@@ -26,7 +26,7 @@ class RunQuerySet(models.QuerySet["Run"]):
         """The root runs ``user`` may see (owner, or staff with the view permission)."""
         from .permissions import visible_runs
 
-        return visible_runs(self, user)
+        return visible_runs(self.roots(), user)
 
     def roots(self) -> RunQuerySet:
         return self.filter(parent__isnull=True)
@@ -56,11 +56,10 @@ class Run(models.Model):
     )
     step_index = models.PositiveIntegerField(default=0)
     usage = models.JSONField(default=dict)
-    pending_approvals = models.TextField(
-        blank=True
-    )  # codec JSON of the checkpoint's list
+    # The checkpoint's pending approval requests, as codec JSON ("" when there are none).
+    pending_approvals = models.TextField(blank=True)
     agent_path = models.JSONField(null=True, blank=True)
-    checkpoint_created_at = models.BigIntegerField(default=0)  # ms, the loop's clock
+    checkpoint_created_at = models.FloatField(default=0)  # ms, the loop's clock
     message_count = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
@@ -93,9 +92,8 @@ class RunMessage(models.Model):
     index = models.PositiveIntegerField()
     role = models.CharField(max_length=16)
     data = models.TextField()  # codec JSON of the message
-    digest = models.CharField(
-        max_length=40
-    )  # sha1 of ``data``: detects a rewritten history
+    # sha1 of ``data``: finds where a rewritten history diverges from the stored one.
+    digest = models.CharField(max_length=40)
 
     class Meta:
         ordering = ["run", "index"]
@@ -114,6 +112,15 @@ class ApprovalStatus(models.TextChoices):
     APPROVED = "approved", _("approved")
     DENIED = "denied", _("denied")
     EXPIRED = "expired", _("expired")
+
+
+class ApprovalQuerySet(models.QuerySet["Approval"]):
+    def for_user(self, user: Any) -> ApprovalQuerySet:
+        """The approvals on runs ``user`` may see (deciding them is a separate question)."""
+        return self.filter(run__in=Run.objects.for_user(user))
+
+    def pending(self) -> ApprovalQuerySet:
+        return self.filter(status=ApprovalStatus.PENDING)
 
 
 class Approval(models.Model):
@@ -146,6 +153,8 @@ class Approval(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ApprovalQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]

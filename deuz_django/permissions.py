@@ -3,12 +3,14 @@
 The admin, the REST API, the WebSocket consumer and the management command all ask here.
 
 ==========================  ===============================================================
+start a run                 any signed-in, active user (the run is theirs)
 see a run                   its owner; staff holding ``deuz_django.view_run``
 decide an approval          its run's owner, or a user holding ``deuz_django.decide_approval``
                             (who must also see the run) — and, when the tool names an
                             ``approval_permission``, only holders of that permission;
                             a tool with ``approval_by_owner=False`` is never approved by
-                            the run's owner (separation of duties)
+                            the run's owner (separation of duties); a call whose tool the
+                            agent no longer has may only be denied
 resume a run                its owner; a user holding ``deuz_django.resume_run``
 ==========================  ===============================================================
 
@@ -30,24 +32,33 @@ DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
 
 
-def _authenticated(user: Any) -> bool:
-    return user is not None and bool(getattr(user, "is_authenticated", False))
+def is_signed_in(user: Any) -> bool:
+    """An authenticated, active user (anonymous and deactivated users may do nothing)."""
+    return (
+        user is not None
+        and bool(getattr(user, "is_authenticated", False))
+        and bool(getattr(user, "is_active", False))
+    )
 
 
 def _owns(user: Any, run: Run) -> bool:
-    return _authenticated(user) and run.owner_id is not None and run.owner_id == user.pk
+    return is_signed_in(user) and run.owner_id is not None and run.owner_id == user.pk
 
 
 def visible_runs(queryset: RunQuerySet, user: Any) -> RunQuerySet:
-    if not _authenticated(user) or not user.is_active:
+    if not is_signed_in(user):
         return queryset.none()
     if user.has_perm(VIEW_ANY_RUN):
         return queryset
     return queryset.filter(owner=user)
 
 
+def can_start_run(user: Any) -> bool:
+    return is_signed_in(user)
+
+
 def can_view_run(user: Any, run: Run) -> bool:
-    if not _authenticated(user) or not user.is_active:
+    if not is_signed_in(user):
         return False
     return _owns(user, run) or user.has_perm(VIEW_ANY_RUN)
 
@@ -75,18 +86,30 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
     if not _owns(user, run) and not user.has_perm(DECIDE_ANY_APPROVAL):
         return "You may not decide approvals on other users' runs."
     tool = approval_tool(approval)
-    if tool is not None:
-        if tool.approval_permission and not user.has_perm(tool.approval_permission):
+    if tool is None:
+        # The rules that guard this call are unknown: fail closed for approving.
+        if approving:
             return (
-                f"Deciding {approval.tool_name} calls needs the "
-                f"'{tool.approval_permission}' permission."
+                f"The agent has no {approval.tool_name} tool any more; deny the call."
             )
-        if approving and not tool.approval_by_owner and _owns(user, run):
-            return (
-                f"The run's owner may not approve their own {approval.tool_name} call."
-            )
+        return None
+    if tool.approval_permission and not user.has_perm(tool.approval_permission):
+        return (
+            f"Deciding {approval.tool_name} calls needs the "
+            f"'{tool.approval_permission}' permission."
+        )
+    if approving and not tool.approval_by_owner and _owns(user, run):
+        return f"The run's owner may not approve their own {approval.tool_name} call."
     return None
 
 
 def can_decide(user: Any, approval: Approval, *, approving: bool = True) -> bool:
     return decide_refusal(user, approval, approving=approving) is None
+
+
+def may_decide_some(user: Any) -> bool:
+    """Whether ``user`` may decide any approval at all: the admin offers its Approve and
+    Deny actions then. Each approval is still checked with :func:`decide_refusal`."""
+    if not is_signed_in(user):
+        return False
+    return user.has_perm(DECIDE_ANY_APPROVAL) or user.deuz_runs.exists()

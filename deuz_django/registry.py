@@ -7,7 +7,7 @@ Checkpoints store data, not closures — this is where the closures come back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,8 +53,15 @@ def load_agent(name: str) -> AgentSpec:
     if path is None:
         known = ", ".join(sorted(deuz_settings.AGENTS)) or "none"
         raise UnknownAgent(f"Unknown agent {name!r} (registered: {known}).")
-    target: AgentSpec | Callable[[], AgentSpec] = import_string(path)
-    spec = target if isinstance(target, AgentSpec) else target()
+    try:
+        target: object = import_string(path)
+    except ImportError as error:
+        raise UnknownAgent(
+            f"DEUZ['AGENTS'][{name!r}] = {path!r} cannot be imported: {error}"
+        ) from error
+    spec = (
+        target() if callable(target) and not isinstance(target, AgentSpec) else target
+    )
     if not isinstance(spec, AgentSpec):
         raise UnknownAgent(f"DEUZ['AGENTS'][{name!r}] = {path!r} is not an AgentSpec.")
     return spec

@@ -9,6 +9,7 @@ and a crash anywhere is recovered by resuming again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,60 +18,66 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import leases
-from .conf import deuz_settings
-from .core import AbortController, Deps, Message, StreamPart, ToolApprovalResponse
-from .core._approval import token_authorizes
-from .core.durable import (
-    AgentCheckpoint,
-    ApprovalSigner,
-    create_approval_signer,
-    resume_stream_from_checkpoint,
-)
-from .core.durable.codec import decode_json
+from .core import AbortController, Deps, Message, StreamPart
+from .core.durable import AgentCheckpoint, resume_stream_from_checkpoint
+from .core.generate import StreamChatResult
 from .core.messages import coerce_messages
-from .core.tools import ToolCall
 from .core.usage import EMPTY_USAGE
 from .exceptions import (
-    ApprovalAlreadyDecided,
     ApprovalNotFound,
-    InvalidVerdict,
     LeaseLost,
     NotPermitted,
+    RunBusy,
     RunNotFound,
     RunNotResumable,
 )
+from .live import LegStream
 from .models import Approval, ApprovalStatus, Run, RunStatus
-from .permissions import can_resume_run, decide_refusal
+from .permissions import can_resume_run, can_view_run, decide_refusal, is_signed_in
 from .registry import AgentSpec, load_agent
 from .store import DjangoSessionStore, Lease
+from .verdicts import (
+    EXPIRED_REASON,
+    RESUMED_WITHOUT_VERDICT,
+    Decision,
+    approval_signer,
+    collect_verdicts,
+    current_pending,
+    expiry_cutoff,
+    record_verdict,
+)
+
+__all__ = [
+    "EXPIRED_REASON",
+    "RESUMED_WITHOUT_VERDICT",
+    "Decision",
+    "LegOutcome",
+    "aclaim_resume",
+    "adecide_approval",
+    "approval_signer",
+    "aresume_run",
+    "arun_claimed_leg",
+    "arun_leg",
+    "astart_run",
+    "claim_resume",
+    "current_pending",
+    "decide_approval",
+    "delete_run",
+    "record_operator_verdict",
+    "recoverable_runs",
+    "resume_run",
+    "start_run",
+]
 
 logger = logging.getLogger("deuz_django")
 
-EXPIRED_REASON = "Approval expired."
-RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
+ABORTED = "The leg was aborted."
 PartObserver = Callable[[StreamPart], Awaitable[None]]
-
-
-def approval_signer() -> ApprovalSigner:
-    secret = deuz_settings.APPROVAL_SECRET
-    if not secret:
-        raise ImproperlyConfigured(
-            "DEUZ['APPROVAL_SECRET'] is not set (check deuz_django.E001)."
-        )
-    return create_approval_signer(
-        secret=secret, fallback_secrets=tuple(deuz_settings.APPROVAL_FALLBACK_SECRETS)
-    )
-
-
-def _max_age() -> timedelta | None:
-    seconds = deuz_settings.APPROVAL_MAX_AGE
-    return None if seconds is None else timedelta(seconds=float(seconds))
 
 
 # -- starting -------------------------------------------------------------------------------
@@ -105,7 +112,7 @@ def start_run(
         run = Run.objects.create(
             run_id=run_id,
             agent=agent,
-            owner=owner if getattr(owner, "is_authenticated", False) else None,
+            owner=owner if is_signed_in(owner) else None,
             title=title or first_user_text[:200],
         )
         DjangoSessionStore().save(
@@ -129,28 +136,13 @@ astart_run = sync_to_async(start_run)
 # -- deciding -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """A recorded verdict, and whether it was the run's last pending one."""
-
-    approval: Approval
-    run_ready: bool
-
-
-def _token_error(approval: Approval, token: str) -> str | None:
-    """Why ``token`` does not authorize exactly this approval's call on this run."""
-    signer = approval_signer()
-    verdict = ToolApprovalResponse(
-        approval_id=approval.approval_id, approved=True, token=token
-    )
-    call = ToolCall(approval.tool_call_id, approval.tool_name, approval.input)
-    if not token:
-        return "an approving verdict needs the approval's token"
-    if signer.verify(token) is None:
-        return "the token is forged, tampered with or garbled"
-    if not token_authorizes(verdict, call, signer, None, approval.run.run_id):
-        return "the token was minted for another call or another run"
-    return None
+def _approval_row(approval: Approval | int) -> Approval:
+    if isinstance(approval, Approval):
+        return approval
+    found = Approval.objects.select_related("run").filter(pk=approval).first()
+    if found is None:
+        raise ApprovalNotFound(f"No approval with id {approval}.")
+    return found
 
 
 def decide_approval(
@@ -163,25 +155,21 @@ def decide_approval(
 ) -> Decision:
     """Record one verdict, atomically and once; the caller resumes when ``run_ready``.
 
-    ``token`` is what an untrusted client echoed; without it (the admin) the approval's own
-    stored token is verified — every path passes the same signer check. An approval older
-    than ``APPROVAL_MAX_AGE`` is recorded as ``expired`` instead.
+    Anonymous users get :class:`NotPermitted`; an approval on a run the user may not see
+    is :class:`ApprovalNotFound` (never "forbidden", which would confirm it exists).
+    ``token`` is what an untrusted client echoed; without it (the admin) the approval's
+    own stored token is verified. An approval older than ``APPROVAL_MAX_AGE`` is recorded
+    as ``expired`` instead (``decision.expired``).
     """
-    if not isinstance(approval, Approval):
-        found = Approval.objects.select_related("run").filter(pk=approval).first()
-        if found is None:
-            raise ApprovalNotFound(f"No approval with id {approval}.")
-        approval = found
-    if not approval.is_pending:
-        raise ApprovalAlreadyDecided(
-            f"Approval {approval.approval_id} was already {approval.status}."
-        )
+    approval = _approval_row(approval)
+    if not is_signed_in(user):
+        raise NotPermitted("Sign in to decide approvals.")
+    if not can_view_run(user, approval.run):
+        raise ApprovalNotFound(f"No approval with id {approval.pk}.")
     refusal = decide_refusal(user, approval, approving=approved)
     if refusal is not None:
         raise NotPermitted(refusal)
-    return _record_verdict(
-        approval, user, approved=approved, reason=reason, token=token
-    )
+    return record_verdict(approval, user, approved=approved, reason=reason, token=token)
 
 
 adecide_approval = sync_to_async(decide_approval)
@@ -194,54 +182,7 @@ def record_operator_verdict(
 
     No user permission applies, but an approval still needs its token to verify.
     """
-    if not approval.is_pending:
-        raise ApprovalAlreadyDecided(
-            f"Approval {approval.approval_id} was already {approval.status}."
-        )
-    return _record_verdict(approval, None, approved=approved, reason=reason, token=None)
-
-
-def _record_verdict(
-    approval: Approval, user: Any, *, approved: bool, reason: str, token: str | None
-) -> Decision:
-    status, final_reason = (
-        ApprovalStatus.APPROVED if approved else ApprovalStatus.DENIED,
-        reason,
-    )
-    max_age = _max_age()
-    if max_age is not None and timezone.now() - approval.created_at >= max_age:
-        status, final_reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
-    elif approved:
-        problem = _token_error(approval, approval.token if token is None else token)
-        if problem is not None:
-            raise InvalidVerdict(f"Approval {approval.approval_id}: {problem}.")
-    now = timezone.now()
-    updated = Approval.objects.filter(
-        pk=approval.pk, status=ApprovalStatus.PENDING
-    ).update(
-        status=status,
-        decided_by=user if getattr(user, "is_authenticated", False) else None,
-        decided_at=now,
-        reason=final_reason,
-    )
-    if updated != 1:
-        raise ApprovalAlreadyDecided(
-            f"Approval {approval.approval_id} was already decided."
-        )
-    approval.refresh_from_db()
-    return Decision(approval, run_ready=not current_pending(approval.run).exists())
-
-
-def current_pending(run: Run) -> Any:
-    """The undecided approvals the run is suspended on."""
-    ids = _pending_ids(run)
-    return run.approvals.filter(approval_id__in=ids, status=ApprovalStatus.PENDING)
-
-
-def _pending_ids(run: Run) -> list[str]:
-    if run.status != RunStatus.SUSPENDED or not run.pending_approvals:
-        return []
-    return [item["approvalId"] for item in decode_json(run.pending_approvals)]
+    return record_verdict(approval, None, approved=approved, reason=reason, token=None)
 
 
 # -- resuming -------------------------------------------------------------------------------
@@ -258,65 +199,36 @@ class LegOutcome:
     error: str | None = None
 
 
-def _collect_verdicts(
-    run: Run, *, deny_remaining: bool, user: Any
-) -> list[dict[str, Any]]:
-    """The verdicts that settle the run's pending calls, from the approval rows."""
-    ids = _pending_ids(run)
-    if not ids:
-        return []
-    rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
-    max_age = _max_age()
-    now = timezone.now()
-    verdicts = []
-    for approval_id in ids:
-        row = rows.get(approval_id)
-        if row is not None and row.is_pending:
-            if max_age is not None and now - row.created_at >= max_age:
-                row.status, row.reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
-            elif deny_remaining:
-                row.status, row.reason = ApprovalStatus.DENIED, RESUMED_WITHOUT_VERDICT
-                row.decided_by = (
-                    user if getattr(user, "is_authenticated", False) else None
-                )
-            else:
-                raise RunNotResumable(
-                    f"Run '{run.run_id}' still waits for a verdict on {approval_id}; decide "
-                    "it first, or resume with deny_remaining to deny what is undecided."
-                )
-            row.decided_at = now
-            row.save(update_fields=["status", "reason", "decided_by", "decided_at"])
-        if row is None or row.status != ApprovalStatus.APPROVED:
-            reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
-            verdicts.append(
-                {"approvalId": approval_id, "approved": False, "reason": reason}
-            )
-        else:
-            verdicts.append(
-                {"approvalId": approval_id, "approved": True, "token": row.token}
-            )
-    return verdicts
-
-
 def _prepare_leg(
     run_id: str, *, deny_remaining: bool, user: Any
 ) -> tuple[AgentSpec, list[dict[str, Any]]]:
     """Under the lease: check the run may resume, and gather its verdicts."""
-    run = Run.objects.select_related("owner").filter(run_id=run_id).first()
+    run = Run.objects.filter(run_id=run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:
         raise RunNotResumable(f"Run '{run_id}' is completed.")
+    spec = load_agent(run.agent)
     with transaction.atomic():
-        verdicts = _collect_verdicts(run, deny_remaining=deny_remaining, user=user)
-    return load_agent(run.agent), verdicts
+        verdicts = collect_verdicts(run, deny_remaining=deny_remaining, user=user)
+    return spec, verdicts
 
 
-async def _renew_until_cancelled(lease: Lease, controller: AbortController) -> None:
-    interval = max(0.05, float(deuz_settings.LEASE_SECONDS) / 3)
+async def _keep_lease(lease: Lease, controller: AbortController) -> None:
+    """Renew the lease every third of its length; abort the leg once it was taken over."""
+    interval = max(0.05, leases.lease_duration().total_seconds() / 3)
     while True:
         await asyncio.sleep(interval)
-        if not await sync_to_async(leases.renew)(lease):
+        try:
+            held = await sync_to_async(leases.renew)(lease)
+        except Exception:
+            logger.warning(
+                "deuz: renewing the lease on run %s failed; retrying",
+                lease.run_id,
+                exc_info=True,
+            )
+            continue
+        if not held:
             logger.error(
                 "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
             )
@@ -324,6 +236,51 @@ async def _renew_until_cancelled(lease: Lease, controller: AbortController) -> N
                 LeaseLost(f"Lease on run '{lease.run_id}' was taken over.")
             )
             return
+
+
+async def _open_stream(run_id: str, controller: AbortController) -> LegStream | None:
+    """The leg's journal and cancel listener; a journal that cannot open is logged, and
+    the leg runs without it (a run never depends on its readers)."""
+    try:
+        return await LegStream.open(run_id, controller)
+    except Exception:
+        logger.exception("deuz: the stream journal of run %s did not open", run_id)
+        return None
+
+
+async def _drain(
+    leg: StreamChatResult,
+    run_id: str,
+    stream: LegStream | None,
+    observer: PartObserver | None,
+) -> None:
+    """Pull every part into the journal, then to ``observer``; a failing observer is
+    logged and dropped, never the leg."""
+    async for part in leg.full_stream:
+        if stream is not None:
+            stream.add(part)
+        if observer is None:
+            continue
+        try:
+            await observer(part)
+        except Exception:
+            logger.exception(
+                "deuz: the part observer of run %s failed; the leg goes on without it",
+                run_id,
+            )
+            observer = None
+
+
+async def _finish_after_cancel(
+    leg: StreamChatResult, controller: AbortController
+) -> None:
+    """The caller was cancelled: abort the leg and wait until it really stopped, so the
+    lease is never released while a tool of this leg still runs."""
+    controller.abort(asyncio.CancelledError("the leg's caller was cancelled"))
+    ending = asyncio.ensure_future(leg.consume())
+    while not ending.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(ending)
 
 
 async def arun_leg(
@@ -336,17 +293,51 @@ async def arun_leg(
 ) -> LegOutcome:
     """Run one leg of ``run_id`` under its lease; raises ``RunBusy`` if another leg holds it.
 
-    ``observer`` sees every canonical part (the WebSocket journal hooks in here);
-    ``controller`` lets the caller cancel the leg.
+    ``observer`` sees every canonical part after it was journaled; ``controller`` lets the
+    caller cancel the leg. A leg whose lease was taken over stops writing at once and
+    ends with ``outcome.error`` saying so.
     """
     lease = await sync_to_async(leases.acquire)(run_id)
+    return await _run_leg(
+        lease,
+        user=user,
+        deny_remaining=deny_remaining,
+        observer=observer,
+        controller=controller,
+    )
+
+
+async def arun_claimed_leg(
+    lease: Lease,
+    *,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> LegOutcome:
+    """Run the leg of a run claimed with :func:`claim_resume`, under the lease handed over.
+
+    Raises ``RunBusy`` when the claim lapsed and another leg took the run over meanwhile.
+    """
+    if not await sync_to_async(leases.renew)(lease):
+        raise RunBusy(lease.run_id)
+    return await _run_leg(lease, observer=observer, controller=controller)
+
+
+async def _run_leg(
+    lease: Lease,
+    *,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> LegOutcome:
+    """The leg itself, under ``lease``, which it renews while it runs and releases after."""
+    run_id = lease.run_id
     controller = controller or AbortController()
-    renewer = asyncio.ensure_future(_renew_until_cancelled(lease, controller))
+    renewer = asyncio.ensure_future(_keep_lease(lease, controller))
     try:
         spec, verdicts = await sync_to_async(_prepare_leg)(
             run_id, deny_remaining=deny_remaining, user=user
         )
-        store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
         options = spec.call_options()
         options.setdefault("deps", Deps(logger=logger))
         options.update(
@@ -354,17 +345,28 @@ async def arun_leg(
             approval_signer=approval_signer(),
             signal=controller.signal,
         )
+        store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
         leg = resume_stream_from_checkpoint(store, run_id, **options)
-        async for part in leg.full_stream:
-            if observer is not None:
-                await observer(part)
+        stream = await _open_stream(run_id, controller)
+        try:
+            await _drain(leg, run_id, stream, observer)
+        except asyncio.CancelledError:
+            await _finish_after_cancel(leg, controller)
+            raise
+        finally:
+            if stream is not None:
+                await _close_stream(stream)
         error: str | None = None
-        finish_reason = None
+        finish_reason: str | None = None
         try:
             finish_reason = (await leg.result()).finish_reason
         except Exception as exc:
             error = str(exc) or type(exc).__name__
-            await sync_to_async(_record_error)(run_id, lease, error)
+        if isinstance(controller.signal.reason, LeaseLost):
+            error = str(controller.signal.reason)
+        elif error is not None or finish_reason == "aborted":
+            # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
+            await sync_to_async(_record_error)(lease, error or ABORTED)
         return await sync_to_async(_outcome)(run_id, finish_reason, error)
     finally:
         renewer.cancel()
@@ -372,10 +374,19 @@ async def arun_leg(
         await sync_to_async(leases.release)(lease)
 
 
-def _record_error(run_id: str, lease: Lease, error: str) -> None:
-    Run.objects.filter(run_id=run_id, lease_generation=lease.generation).update(
-        last_error=error[:2000]
-    )
+async def _close_stream(stream: LegStream) -> None:
+    try:
+        await stream.close()
+    except Exception:
+        logger.exception(
+            "deuz: closing the stream journal of run %s failed", stream.run_id
+        )
+
+
+def _record_error(lease: Lease, error: str) -> None:
+    Run.objects.filter(
+        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
+    ).update(last_error=error[:2000])
 
 
 def _outcome(run_id: str, finish_reason: str | None, error: str | None) -> LegOutcome:
@@ -396,11 +407,13 @@ async def aresume_run(
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
 ) -> LegOutcome:
-    """Resume a run on behalf of ``user`` (``None`` for system callers: tasks, recovery)."""
+    """Resume a run on behalf of ``user`` (``None`` for system callers: tasks, recovery).
+
+    A run the user may not see is :class:`RunNotFound`; one they see but may not resume,
+    or an anonymous user, is :class:`NotPermitted`.
+    """
     if user is not None:
-        run = await Run.objects.filter(run_id=run_id).select_related("owner").afirst()
-        if run is None or not await sync_to_async(can_resume_run)(user, run):
-            raise RunNotFound(f"No run '{run_id}'.")
+        await sync_to_async(_check_may_resume)(run_id, user)
     return await arun_leg(
         run_id, user=user, deny_remaining=deny_remaining, observer=observer
     )
@@ -409,23 +422,74 @@ async def aresume_run(
 resume_run = async_to_sync(aresume_run)
 
 
+def _check_may_resume(run_id: str, user: Any) -> None:
+    if not is_signed_in(user):
+        raise NotPermitted("Sign in to resume runs.")
+    run = Run.objects.filter(run_id=run_id).select_related("owner").first()
+    if run is None or not can_view_run(user, run):
+        raise RunNotFound(f"No run '{run_id}'.")
+    if not can_resume_run(user, run):
+        raise NotPermitted("You may not resume this run.")
+
+
+def claim_resume(
+    run_id: str, *, user: Any = None, deny_remaining: bool = False
+) -> Lease:
+    """Take the run's lease now and check it may resume, so a request can answer at once
+    (``RunBusy``, ``RunNotResumable``, ``RunNotFound``, ``NotPermitted``) and hand the
+    leg to a background task: ``tasks.enqueue_claimed_leg(lease)``.
+
+    With ``deny_remaining`` the undecided approvals are denied here, in the request.
+    """
+    if user is not None:
+        _check_may_resume(run_id, user)
+    lease = leases.acquire(run_id)
+    try:
+        _prepare_leg(run_id, deny_remaining=deny_remaining, user=user)
+    except BaseException:
+        leases.release(lease)
+        raise
+    return lease
+
+
+aclaim_resume = sync_to_async(claim_resume)
+
+
 # -- recovering -----------------------------------------------------------------------------
 
 
-def recoverable_runs(older_than: float) -> list[str]:
-    """Root runs a dead process left behind: mid-run with a lapsed lease, or suspended with
-    every approval decided but never resumed."""
+def recoverable_runs(older_than: float, *, run_id: str | None = None) -> list[str]:
+    """Root runs a dead process left behind, oldest first: mid-run with a lapsed lease, or
+    suspended on approvals that are all decided (or too old to decide) but never resumed.
+
+    A run whose last leg failed or was aborted is not recovered (it would fail again);
+    ``deuz resume`` continues it explicitly. ``run_id`` asks about that one run (the
+    WebSocket consumer's crash continuation).
+    """
     now = timezone.now()
     idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
-    lease_free = Q(lease_owner="") | Q(lease_expires_at__lt=now)
-    candidates = Run.objects.roots().filter(idle, lease_free)
+    lease_free = (
+        Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
+    )
+    candidates = Run.objects.roots().filter(idle, lease_free).order_by("updated_at")
+    if run_id is not None:
+        candidates = candidates.filter(run_id=run_id)
     running = candidates.filter(status=RunStatus.RUNNING, last_error="")
-    suspended = [
-        run
-        for run in candidates.filter(status=RunStatus.SUSPENDED)
-        if not current_pending(run).exists()
+    undecided = Approval.objects.filter(
+        run=OuterRef("pk"), status=ApprovalStatus.PENDING
+    )
+    cutoff = expiry_cutoff(now)
+    if cutoff is not None:
+        undecided = undecided.filter(created_at__gt=cutoff)
+    decided = (
+        candidates.filter(status=RunStatus.SUSPENDED)
+        .exclude(pending_approvals="")
+        .exclude(Exists(undecided))
+    )
+    return [
+        *running.values_list("run_id", flat=True),
+        *decided.values_list("run_id", flat=True),
     ]
-    return [*running.values_list("run_id", flat=True), *(r.run_id for r in suspended)]
 
 
 def delete_run(run_id: str) -> None:

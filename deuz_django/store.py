@@ -1,11 +1,16 @@
 """``DjangoSessionStore``: checkpoints in the database, written as deltas.
 
-A save updates the run row and inserts only the messages appended since the last save of
-that run, so its cost stays flat as history grows. The store remembers (per run) the
-message tuple it last wrote or read; because histories are immutable, an unchanged prefix is
-the *same objects*, checked by identity. When the loop rewrote earlier messages
-(``prepare_step``), the first differing position is found and everything from there is
-rewritten. Without a remembered tuple (first save in this process), stored digests decide.
+A save updates the run row and inserts only the messages appended since the previous save
+of that run, so its cost stays flat as history grows. The store remembers (per run) the
+message tuple it last wrote or read. Histories are immutable, so an unchanged prefix holds
+the *same objects* and is confirmed by identity at C speed; when the loop rewrote earlier
+messages (``prepare_step``) the first differing position is found and everything from there
+is rewritten.
+
+The remembered tuple is only trusted while the run row still says it holds as many
+messages as the store remembers (the row update is conditional on ``message_count``); when
+another writer changed the run, or there is nothing remembered (the first save in this
+process), the stored digests decide where the history diverges.
 
 A store built with a :class:`Lease` refuses writes once that lease was taken over (fencing):
 the stale leg's save raises :class:`~deuz_django.exceptions.LeaseLost`.
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,13 +28,14 @@ from dataclasses import dataclass
 from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from .core import Message
 from .core.approvals import ToolApprovalRequest
 from .core.durable import AgentCheckpoint
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
-from .exceptions import LeaseLost
+from .exceptions import LeaseLost, RunNotFound
 from .models import Approval, Run, RunMessage
 
 CHILD_SEPARATOR = "::"
@@ -49,6 +56,10 @@ def root_run_id(run_id: str) -> str:
     return run_id.split(CHILD_SEPARATOR, 1)[0]
 
 
+def is_child_run_id(run_id: str) -> bool:
+    return CHILD_SEPARATOR in run_id
+
+
 def encode_message(message: Message) -> str:
     return encode_json(message.to_json())
 
@@ -57,7 +68,11 @@ def digest(data: str) -> str:
     return hashlib.sha1(data.encode(), usedforsecurity=False).hexdigest()
 
 
-@dataclass(slots=True)
+def decode_message(data: str, path: str) -> Message:
+    return Message.from_json(decode_json(data), path=path)
+
+
+@dataclass(frozen=True, slots=True)
 class _Remembered:
     pk: int
     messages: tuple[Message, ...]
@@ -66,7 +81,8 @@ class _Remembered:
 class DjangoSessionStore:
     """A :class:`~deuz_django.core.durable.SessionStore` on the ``Run`` tables.
 
-    ``save``/``load`` are sync; ``asave``/``aload`` their async twins (used by the loop).
+    ``save``/``load``/``delete``/``list`` are sync; ``asave``/``aload``/``adelete``/``alist``
+    their async twins (the loop calls those, so the ORM never blocks the event loop).
     """
 
     def __init__(
@@ -78,35 +94,34 @@ class DjangoSessionStore:
         self.lease = lease
         self.on_lease_lost = on_lease_lost
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
+        self._lock = threading.Lock()
 
     # -- SessionStore ---------------------------------------------------------------------
 
     def save(self, checkpoint: AgentCheckpoint) -> None:
-        run_id = checkpoint.run_id
+        """Write the run row and the messages that changed since this run's last save."""
+        run_id, messages = checkpoint.run_id, checkpoint.messages
         with transaction.atomic():
-            pk, stored = self._run_for(run_id)
-            self._update_run(pk, checkpoint)
-            start = self._common_prefix(run_id, pk, stored, checkpoint.messages)
+            remembered = self._recall(run_id)
+            if remembered is not None and self._write_run(
+                remembered.pk, checkpoint, stored_count=len(remembered.messages)
+            ):
+                pk, stored = remembered.pk, len(remembered.messages)
+                start = _common_prefix(remembered.messages, messages)
+            else:
+                pk, stored = self._run_row(run_id)
+                if not self._write_run(pk, checkpoint):
+                    self._refuse(run_id)
+                start = _stored_prefix(pk, messages)
             if start < stored:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
-            rows = []
-            for index in range(start, len(checkpoint.messages)):
-                message = checkpoint.messages[index]
-                data = encode_message(message)
-                rows.append(
-                    RunMessage(
-                        run_id=pk,
-                        index=index,
-                        role=message.role,
-                        data=data,
-                        digest=digest(data),
-                    )
+            if start < len(messages):
+                RunMessage.objects.bulk_create(
+                    _message_rows(pk, messages, start), batch_size=500
                 )
-            if rows:
-                RunMessage.objects.bulk_create(rows)
-            if checkpoint.pending_approvals and CHILD_SEPARATOR not in run_id:
+            if checkpoint.pending_approvals and not is_child_run_id(run_id):
                 _record_approvals(pk, checkpoint.pending_approvals)
-        self._remember(run_id, pk, checkpoint.messages)
+        self._remember(run_id, pk, messages)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         run = Run.objects.filter(run_id=run_id).first()
@@ -114,41 +129,21 @@ class DjangoSessionStore:
             return None
         rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
         messages = tuple(
-            Message.from_json(
-                decode_json(row.data), path=f"{run_id}.messages[{row.index}]"
-            )
-            for row in rows.only("index", "data")
-        )
-        pending = (
-            tuple(
-                ToolApprovalRequest.from_json(item)
-                for item in decode_json(run.pending_approvals)
-            )
-            if run.pending_approvals
-            else None
+            decode_message(data, f"{run_id}.messages[{index}]")
+            for index, data in rows.values_list("index", "data")
         )
         self._remember(run_id, run.pk, messages)
-        return AgentCheckpoint(
-            run_id=run.run_id,
-            step_id=f"{run.run_id}#{run.step_index}",
-            step_index=run.step_index,
-            status=run.status,  # type: ignore[arg-type]
-            messages=messages,
-            usage=Usage.from_json(run.usage or {}),
-            pending_approvals=pending,
-            agent_path=tuple(run.agent_path) if run.agent_path else None,
-            created_at=run.checkpoint_created_at,
-        )
+        return checkpoint_of(run, messages)
 
     def delete(self, run_id: str) -> None:
         """Remove the run with its history, approvals, journal and sub-agent runs."""
-        Run.objects.filter(
-            Q(run_id=run_id) | Q(run_id__startswith=run_id + CHILD_SEPARATOR)
-        ).delete()
-        for key in [
-            k for k in self._remembered if root_run_id(k) == run_id or k == run_id
-        ]:
-            del self._remembered[key]
+        prefix = run_id + CHILD_SEPARATOR
+        Run.objects.filter(Q(run_id=run_id) | Q(run_id__startswith=prefix)).delete()
+        with self._lock:
+            for key in [
+                k for k in self._remembered if k == run_id or k.startswith(prefix)
+            ]:
+                del self._remembered[key]
 
     def list(self) -> list[str]:
         return list(
@@ -169,94 +164,161 @@ class DjangoSessionStore:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _run_for(self, run_id: str) -> tuple[int, int]:
-        """The run's pk and stored message count, creating the row on first save."""
-        remembered = self._remembered.get(run_id)
-        if remembered is not None:
-            return remembered.pk, len(remembered.messages)
+    def _run_row(self, run_id: str) -> tuple[int, int]:
+        """The run's pk and stored message count, creating the row on first save.
+
+        A sub-agent's row hangs under its parent's and inherits its agent and owner.
+        """
         found = (
             Run.objects.filter(run_id=run_id).values_list("pk", "message_count").first()
         )
         if found is not None:
             return found
         parent = None
-        if CHILD_SEPARATOR in run_id:
+        if is_child_run_id(run_id):
             parent = Run.objects.filter(
                 run_id=run_id.rsplit(CHILD_SEPARATOR, 1)[0]
             ).first()
         created = Run.objects.create(
-            run_id=run_id, parent=parent, agent=parent.agent if parent else ""
+            run_id=run_id,
+            parent=parent,
+            agent=parent.agent if parent else "",
+            owner_id=parent.owner_id if parent else None,
         )
         return created.pk, 0
 
-    def _update_run(self, pk: int, checkpoint: AgentCheckpoint) -> None:
-        """Write the run's counters; under a lease, only while the lease is still ours."""
-        rows = Run.objects.filter(pk=pk)
-        lease = self.lease
-        held = True
-        if lease is not None:
-            if CHILD_SEPARATOR in checkpoint.run_id:
-                held = Run.objects.filter(
-                    run_id=lease.run_id,
-                    lease_owner=lease.owner,
-                    lease_generation=lease.generation,
-                ).exists()
-            else:
-                rows = rows.filter(
-                    lease_owner=lease.owner, lease_generation=lease.generation
-                )
-        pending = checkpoint.pending_approvals or ()
-        updated = rows.update(
-            status=checkpoint.status,
-            step_index=checkpoint.step_index,
-            usage=checkpoint.usage.to_json(),
-            pending_approvals=encode_json([r.to_json() for r in pending])
-            if pending
-            else "",
-            agent_path=list(checkpoint.agent_path) if checkpoint.agent_path else None,
-            checkpoint_created_at=int(checkpoint.created_at),
-            message_count=len(checkpoint.messages),
-            last_error="",
-        )
-        if lease is not None and not (held and updated):
-            lost = LeaseLost(
-                f"Lease generation {lease.generation} on run '{lease.run_id}' was taken "
-                "over; this leg's writes are refused."
-            )
-            if self.on_lease_lost is not None:
-                self.on_lease_lost(lost)
-            raise lost
+    def _write_run(
+        self, pk: int, checkpoint: AgentCheckpoint, *, stored_count: int | None = None
+    ) -> bool:
+        """Write the run's counters; ``False`` when the row is not as expected.
 
-    def _common_prefix(
-        self, run_id: str, pk: int, stored: int, messages: tuple[Message, ...]
-    ) -> int:
-        """How many leading messages are already stored unchanged."""
-        remembered = self._remembered.get(run_id)
-        if remembered is not None and remembered.pk == pk:
-            previous = remembered.messages
-            for index in range(min(stored, len(messages))):
-                if (
-                    messages[index] is not previous[index]
-                    and messages[index] != previous[index]
-                ):
-                    return index
-            return min(stored, len(messages))
-        digests = RunMessage.objects.filter(run_id=pk).order_by("index")
-        index = 0
-        for stored_digest in digests.values_list("digest", flat=True):
-            if (
-                index >= len(messages)
-                or digest(encode_message(messages[index])) != stored_digest
-            ):
-                return index
-            index += 1
-        return index
+        ``stored_count`` makes the write conditional on the history length this store
+        remembers; under a lease, the write happens only while the lease is still ours
+        (a sub-agent's run is fenced by its root run's lease, whose row is locked).
+        """
+        rows = Run.objects.filter(pk=pk)
+        if stored_count is not None:
+            rows = rows.filter(message_count=stored_count)
+        lease = self.lease
+        if lease is not None:
+            held = Q(lease_owner=lease.owner, lease_generation=lease.generation)
+            if is_child_run_id(checkpoint.run_id):
+                root = Run.objects.select_for_update().filter(held, run_id=lease.run_id)
+                if not root.exists():
+                    return False
+            else:
+                rows = rows.filter(held)
+        pending = checkpoint.pending_approvals or ()
+        return (
+            rows.update(
+                status=checkpoint.status,
+                step_index=checkpoint.step_index,
+                usage=checkpoint.usage.to_json(),
+                pending_approvals=encode_json([r.to_json() for r in pending])
+                if pending
+                else "",
+                agent_path=list(checkpoint.agent_path)
+                if checkpoint.agent_path
+                else None,
+                checkpoint_created_at=checkpoint.created_at,
+                message_count=len(checkpoint.messages),
+                last_error="",
+                updated_at=timezone.now(),
+            )
+            == 1
+        )
+
+    def _refuse(self, run_id: str) -> None:
+        lease = self.lease
+        if lease is None:
+            raise RunNotFound(f"Run '{run_id}' was deleted while it was being saved.")
+        lost = LeaseLost(
+            f"Lease generation {lease.generation} on run '{lease.run_id}' was taken "
+            "over; this leg's writes are refused."
+        )
+        if self.on_lease_lost is not None:
+            self.on_lease_lost(lost)
+        raise lost
+
+    def _recall(self, run_id: str) -> _Remembered | None:
+        with self._lock:
+            return self._remembered.get(run_id)
 
     def _remember(self, run_id: str, pk: int, messages: tuple[Message, ...]) -> None:
-        self._remembered[run_id] = _Remembered(pk, messages)
-        self._remembered.move_to_end(run_id)
-        while len(self._remembered) > _REMEMBERED_RUNS:
-            self._remembered.popitem(last=False)
+        with self._lock:
+            self._remembered[run_id] = _Remembered(pk, messages)
+            self._remembered.move_to_end(run_id)
+            while len(self._remembered) > _REMEMBERED_RUNS:
+                self._remembered.popitem(last=False)
+
+
+def checkpoint_of(run: Run, messages: tuple[Message, ...]) -> AgentCheckpoint:
+    """The checkpoint a run row and its history stand for."""
+    pending = (
+        tuple(
+            ToolApprovalRequest.from_json(item)
+            for item in decode_json(run.pending_approvals)
+        )
+        if run.pending_approvals
+        else None
+    )
+    created_at = run.checkpoint_created_at
+    return AgentCheckpoint(
+        run_id=run.run_id,
+        step_id=f"{run.run_id}#{run.step_index}",
+        step_index=run.step_index,
+        status=run.status,  # type: ignore[arg-type]
+        messages=messages,
+        usage=Usage.from_json(run.usage or {}),
+        pending_approvals=pending,
+        agent_path=tuple(run.agent_path) if run.agent_path else None,
+        created_at=int(created_at) if created_at.is_integer() else created_at,
+    )
+
+
+def _common_prefix(previous: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
+    """How many leading messages equal the remembered ones (identity first, then value)."""
+    shared = min(len(previous), len(messages))
+    if previous[:shared] == messages[:shared]:  # tuple equality short-cuts on identity
+        return shared
+    for index in range(shared):
+        if (
+            previous[index] is not messages[index]
+            and previous[index] != messages[index]
+        ):
+            return index
+    return shared
+
+
+def _stored_prefix(pk: int, messages: tuple[Message, ...]) -> int:
+    """How many leading messages are stored unchanged, judged by the stored digests."""
+    stored = RunMessage.objects.filter(run_id=pk).order_by("index")
+    index = 0
+    for stored_digest in stored.values_list("digest", flat=True):
+        if index >= len(messages):
+            return index
+        if digest(encode_message(messages[index])) != stored_digest:
+            return index
+        index += 1
+    return index
+
+
+def _message_rows(
+    pk: int, messages: tuple[Message, ...], start: int
+) -> list[RunMessage]:
+    rows = []
+    for index in range(start, len(messages)):
+        data = encode_message(messages[index])
+        rows.append(
+            RunMessage(
+                run_id=pk,
+                index=index,
+                role=messages[index].role,
+                data=data,
+                digest=digest(data),
+            )
+        )
+    return rows
 
 
 def _record_approvals(run_pk: int, requests: tuple[ToolApprovalRequest, ...]) -> None:

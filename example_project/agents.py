@@ -1,11 +1,261 @@
-"""The demo agent (placeholder until the demo issue): a scripted offline model."""
+"""The demo agent: a small support assistant that really uses tools.
 
-from deuz_django.core.testing import FunctionModel, reply
+- ``lookup_order`` is free;
+- ``issue_refund`` needs a staff approver holding ``example_project.approve_refund``, and the
+  customer who owns the run may not approve it (separation of duties);
+- ``send_email`` is approved by the customer in the chat;
+- ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
+  chat with the agent path ``researcher``.
+
+The offline model (``DEUZ_MODEL=demo``, the default) is a rule-based script that reads the
+conversation, so it behaves the same in any process that resumes the run. Set
+``DEUZ_MODEL`` to ``openai:gpt-4.1-mini``, ``anthropic:claude-sonnet-4-5`` or
+``openai-compatible:<model>`` (with ``DEUZ_MODEL_BASE_URL``) to use a real provider.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal
+
+from deuz_django.core import (
+    LanguageModel,
+    Message,
+    ModelRequest,
+    ToolResultPart,
+    agent_tool,
+    tool,
+)
+from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 
+from .models import Order
 
-def _answer(request):  # type: ignore[no-untyped-def]
-    return reply(text="Hello from the offline demo model.", usage=(5, 5))
+SYSTEM = (
+    "You are the support assistant of a small online shop. Look orders up before "
+    "answering questions about them; refunds and emails need approval, so explain that "
+    "you are waiting when a call is pending."
+)
+ORDER_NUMBER = re.compile(r"\b([A-Z]-\d{3,})\b", re.IGNORECASE)
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+STREAM_DELAY = float(os.environ.get("DEUZ_DEMO_STREAM_DELAY", "0.03"))
 
 
-assistant = AgentSpec(model=FunctionModel(_answer, model_id="demo"), system="You help.")
+# -- tools ------------------------------------------------------------------------------------
+
+
+@tool
+def lookup_order(order_id: str) -> dict[str, object]:
+    """Look an order up by its number (for example A-1001)."""
+    order = Order.objects.filter(number__iexact=order_id).first()
+    if order is None:
+        raise LookupError(f"There is no order {order_id}.")
+    return {
+        "order": order.number,
+        "item": order.item,
+        "total": str(order.total),
+        "status": order.status,
+        "refunded": str(order.refunded),
+    }
+
+
+@tool(
+    needs_approval=True,
+    approval_permission="example_project.approve_refund",
+    approval_by_owner=False,
+)
+def issue_refund(order_id: str, amount: float, reason: str) -> str:
+    """Refund an amount on an order. A finance staff member must approve it."""
+    order = Order.objects.get(number__iexact=order_id)
+    order.refunded = min(order.total, order.refunded + Decimal(str(amount)))
+    order.status = "refunded"
+    order.save(update_fields=["refunded", "status"])
+    return f"Refunded ${amount:.2f} on {order.number}."
+
+
+@tool(needs_approval=True)
+def send_email(to: str, subject: str, body: str) -> str:
+    """Send an email. The customer approves it in the chat."""
+    return f"Email '{subject}' sent to {to}."
+
+
+@tool
+def search_help_center(query: str) -> list[str]:
+    """Search the shop's help-center articles."""
+    return [
+        "Returns are accepted within 30 days of delivery.",
+        "Refunds reach the original payment method in 3–5 business days.",
+        f"Top article for '{query}': 'How shipping works'.",
+    ]
+
+
+@tool(needs_approval=True)
+def save_note(title: str, text: str) -> str:
+    """Save a research note to the customer's file (needs approval)."""
+    return f"Note '{title}' saved."
+
+
+# -- the offline model ------------------------------------------------------------------------
+
+
+def _latest_turn(
+    messages: tuple[Message, ...],
+) -> tuple[str, dict[str, ToolResultPart]]:
+    """The last user text, and the results of the tools called since (by tool name)."""
+    names: dict[str, str] = {}
+    results: dict[str, ToolResultPart] = {}
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.text, results
+        for part in message.parts:
+            if isinstance(part, ToolResultPart):
+                results.setdefault(part.tool_use_id, part)
+            elif getattr(part, "type", "") == "tool_use":
+                names[part.id] = part.name  # type: ignore[union-attr]
+    return "", results
+
+
+def _results_by_tool(
+    messages: tuple[Message, ...],
+) -> tuple[str, dict[str, ToolResultPart]]:
+    text, by_id = _latest_turn(messages)
+    by_name: dict[str, ToolResultPart] = {}
+    for message in messages:
+        for part in message.parts:
+            if getattr(part, "type", "") == "tool_use" and part.id in by_id:  # type: ignore[union-attr]
+                by_name[part.name] = by_id[part.id]  # type: ignore[union-attr]
+    return text, by_name
+
+
+def _say(text: str) -> ScriptedReply:
+    words = text.split(" ")
+    chunks = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+    return reply(
+        text=chunks, chunk_delay=STREAM_DELAY, usage=(40 + len(text) // 4, len(words))
+    )
+
+
+def _call(call_id: str, name: str, arguments: dict[str, object]) -> ScriptedReply:
+    return reply(tool_calls=[(call_id, name, arguments)], usage=(60, 12))
+
+
+def _outcome(result: ToolResultPart) -> tuple[bool, str]:
+    """Whether the call succeeded, and its text (a denial's reason included)."""
+    text = result.result if isinstance(result.result, str) else str(result.result)
+    return not result.is_error, text
+
+
+def support_reply(request: ModelRequest) -> ScriptedReply:
+    text, done = _results_by_tool(request.messages)
+    lowered = text.lower()
+    turn = sum(1 for m in request.messages if m.role == "user")
+    order_match = ORDER_NUMBER.search(text)
+    order_id = order_match.group(1).upper() if order_match else "A-1001"
+
+    if "refund" in lowered:
+        if "lookup_order" not in done:
+            return _call(f"lookup_{turn}", "lookup_order", {"order_id": order_id})
+        ok, found = _outcome(done["lookup_order"])
+        if not ok:
+            return _say(f"I couldn't find that order: {found}")
+        if "issue_refund" not in done:
+            total = float(done["lookup_order"].result["total"])  # type: ignore[index]
+            return _call(
+                f"refund_{turn}",
+                "issue_refund",
+                {"order_id": order_id, "amount": total, "reason": "Customer request"},
+            )
+        ok, outcome = _outcome(done["issue_refund"])
+        if ok:
+            return _say(
+                f"Good news: {outcome} It reaches your card in 3–5 business days."
+            )
+        return _say(f"I'm sorry, the refund was not approved. ({outcome})")
+
+    if "email" in lowered or "mail me" in lowered:
+        if "send_email" not in done:
+            to = EMAIL.search(text)
+            return _call(
+                f"email_{turn}",
+                "send_email",
+                {
+                    "to": to.group(0) if to else "customer@example.com",
+                    "subject": f"About your order {order_id}",
+                    "body": "Here is the summary you asked for.",
+                },
+            )
+        ok, outcome = _outcome(done["send_email"])
+        if ok:
+            return _say(f"Done — {outcome}")
+        return _say(f"Understood, I did not send the email. ({outcome})")
+
+    if "research" in lowered or "find out" in lowered:
+        if "researcher" not in done:
+            return _call(f"research_{turn}", "researcher", {"prompt": text})
+        return _say(f"Here is what the researcher found: {done['researcher'].result}")
+
+    if order_match or "order" in lowered:
+        if "lookup_order" not in done:
+            return _call(f"lookup_{turn}", "lookup_order", {"order_id": order_id})
+        ok, found = _outcome(done["lookup_order"])
+        if not ok:
+            return _say(f"I couldn't find that order: {found}")
+        order = done["lookup_order"].result
+        return _say(
+            f"Order {order['order']} ({order['item']}, ${order['total']}) "  # type: ignore[index]
+            f"is {order['status']}."  # type: ignore[index]
+        )
+
+    return _say(
+        "Hi! I can look up an order (try 'Where is order A-1001?'), refund one "
+        "('Please refund order A-1001'), email you a summary ('Email me the details') "
+        "or research a question ('Research the return policy')."
+    )
+
+
+def research_reply(request: ModelRequest) -> ScriptedReply:
+    text, done = _results_by_tool(request.messages)
+    if "search_help_center" not in done:
+        return _call("kb_1", "search_help_center", {"query": text[:80]})
+    if "save_note" not in done:
+        findings = "; ".join(done["search_help_center"].result)  # type: ignore[arg-type]
+        return _call("note_1", "save_note", {"title": "Research", "text": findings})
+    saved, _ = _outcome(done["save_note"])
+    return _say(
+        "Returns are accepted within 30 days and refunds take 3–5 business days."
+        + (" I saved a note to your file." if saved else " (The note was not saved.)")
+    )
+
+
+# -- the agent --------------------------------------------------------------------------------
+
+
+def _model(role: str) -> LanguageModel:
+    choice = os.environ.get("DEUZ_MODEL", "demo")
+    if choice == "demo":
+        return FunctionModel(
+            support_reply if role == "support" else research_reply, model_id="demo"
+        )
+    from deuz_django.core.providers import get_model
+
+    base_url = os.environ.get("DEUZ_MODEL_BASE_URL")
+    return get_model(choice, **({"base_url": base_url} if base_url else {}))
+
+
+def assistant() -> AgentSpec:
+    """Built per use: the registry calls it in whichever process runs the leg."""
+    researcher = agent_tool(
+        name="researcher",
+        description="Researches a question in the help center and saves a note.",
+        model=_model("research"),
+        system="You research questions for the support assistant and save a short note.",
+        tools=[search_help_center, save_note],
+        max_steps=6,
+    )
+    return AgentSpec(
+        model=_model("support"),
+        tools=[lookup_order, issue_refund, send_email, researcher],
+        system=SYSTEM,
+        max_steps=8,
+    )

@@ -3,6 +3,8 @@
 DATABASE_URL   sqlite:///path (default: db.sqlite3 here) or postgres://user@host:port/name
 REDIS_URL      redis://host:port/0 — use channels_redis instead of the in-memory layer
 DEUZ_TASKS     "db" — queue resumes in django-tasks-db for ``manage.py db_worker``
+DEUZ_STREAM_STORE  "redis" — keep stream journals in Redis (REDIS_URL) instead of the DB
+DEUZ_LEASE_SECONDS how long a leg's lease lasts without renewal (default 30)
 DEUZ_APPROVAL_SECRET   the approval signing key (a development key is used otherwise)
 DEUZ_MODEL     the demo agent's model: "demo" (offline, default), "openai:<model>",
                "anthropic:<model>" or "openai-compatible:<model>" with DEUZ_MODEL_BASE_URL
@@ -71,7 +73,9 @@ def database_from_url(url: str) -> dict[str, Any]:
     """The DATABASES entry for a ``sqlite:///`` or ``postgres://`` URL."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        return sqlite_database(parsed.path[1:] if parsed.path.startswith("//") else parsed.path)
+        return sqlite_database(
+            parsed.path[1:] if parsed.path.startswith("//") else parsed.path
+        )
     if parsed.scheme in ("postgres", "postgresql"):
         return {
             "ENGINE": "django.db.backends.postgresql",
@@ -128,10 +132,27 @@ DEUZ = {
         "DEUZ_APPROVAL_SECRET", "dev-only-approval-secret-change-me-in-production-0123"
     ),
     "APPROVAL_MAX_AGE": 24 * 3600,
+    "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
+    # DEUZ_STREAM_STORE=redis keeps stream journals in Redis (REDIS_URL) instead of the DB.
+    "STREAM_STORE": "deuz_django.journal.RedisJournal"
+    if os.environ.get("DEUZ_STREAM_STORE") == "redis"
+    else "deuz_django.journal.DatabaseJournal",
+    "STREAM_REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
 }
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Token first: an anonymous API request gets 401 with WWW-Authenticate. Session
+    # requests (the browser) must carry the CSRF token on unsafe methods.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # The Deuz API's scopes (deuz_django.api.throttling); an empty rate turns one off.
+    "DEFAULT_THROTTLE_RATES": {
+        "deuz": os.environ.get("DEUZ_API_READ_RATE", "600/minute") or None,
+        "deuz.write": os.environ.get("DEUZ_API_WRITE_RATE", "120/minute") or None,
+    },
 }
 
 LANGUAGE_CODE = "en-us"

@@ -3,20 +3,24 @@
 Their models are history-driven (``FunctionModel``): the reply depends on how many assistant
 turns the run already has, so a leg resumed in another process continues the same script.
 Tools append a line to the file named by ``DEUZ_TEST_EFFECTS`` (when set), which lets tests
-count executions across threads and processes.
+count executions across threads and processes. The ``hold`` tool keeps its leg (and so the
+run's lease) busy until the file named by ``DEUZ_TEST_GATE`` exists, and runs the callables
+in ``HOLD_HOOKS`` (a test's way to act while a leg is inside a tool).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from deuz_django.core import ModelRequest, agent_tool, tool
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 
 TOOL_PERMISSION = "auth.view_group"
+GATE_TIMEOUT_SECONDS = 60.0
+HOLD_HOOKS: list[Callable[[], None]] = []
 
 
 def record_effect(name: str) -> None:
@@ -60,11 +64,29 @@ def send_email(to: str) -> str:
 
 @tool
 def slow(step: int) -> str:
-    """A tool that takes a while (for crash tests)."""
+    """A tool that takes DEUZ_TEST_SLOW_SECONDS (for crash tests): in every step, or only
+    in step DEUZ_TEST_SLOW_STEP when that is set."""
     record_effect(f"slow:{step}:start")
-    time.sleep(float(os.environ.get("DEUZ_TEST_SLOW_SECONDS", "0")))
+    only = os.environ.get("DEUZ_TEST_SLOW_STEP")
+    if only is None or int(only) == step:
+        time.sleep(float(os.environ.get("DEUZ_TEST_SLOW_SECONDS", "0")))
     record_effect(f"slow:{step}:end")
     return f"slow {step} done"
+
+
+@tool(needs_approval=True)
+def hold(label: str) -> str:
+    """Hold the leg until the test opens the gate (needs approval, so a run suspends first)."""
+    record_effect(f"hold:{label}")
+    gate = os.environ.get("DEUZ_TEST_GATE")
+    deadline = time.monotonic() + GATE_TIMEOUT_SECONDS
+    while gate and not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the test never opened the gate {gate}")
+        time.sleep(0.01)
+    for hook in HOLD_HOOKS:
+        hook()
+    return f"held {label}"
 
 
 scripted = AgentSpec(
@@ -112,7 +134,10 @@ slow = AgentSpec(
 nested = AgentSpec(
     model=by_turn(
         [
-            reply(tool_calls=[("p1", "researcher", {"prompt": "look it up"})], usage=(10, 5)),
+            reply(
+                tool_calls=[("p1", "researcher", {"prompt": "look it up"})],
+                usage=(10, 5),
+            ),
             reply(text="The researcher finished.", usage=(20, 6)),
         ]
     ),
@@ -128,4 +153,14 @@ nested = AgentSpec(
             tools=[send_email],
         )
     ],
+)
+
+held = AgentSpec(
+    model=by_turn(
+        [
+            reply(tool_calls=[("h1", "hold", {"label": "once"})], usage=(4, 2)),
+            reply(text="Held and released.", usage=(6, 3)),
+        ]
+    ),
+    tools=[hold],
 )

@@ -11,14 +11,18 @@ from django.contrib.auth.models import Permission, User
 def make_user(db: Any) -> Callable[..., User]:
     """A user with the given permissions (``"app.codename"`` strings)."""
 
-    def make(username: str, *perms: str, staff: bool = False, superuser: bool = False) -> User:
+    def make(
+        username: str, *perms: str, staff: bool = False, superuser: bool = False
+    ) -> User:
         if superuser:
             return User.objects.create_superuser(username, password="pw")
         user = User.objects.create_user(username, password="pw", is_staff=staff)
         for perm in perms:
             app_label, codename = perm.split(".")
             user.user_permissions.add(
-                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+                Permission.objects.get(
+                    content_type__app_label=app_label, codename=codename
+                )
             )
         return User.objects.get(pk=user.pk)  # fresh permission cache
 

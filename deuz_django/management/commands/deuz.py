@@ -6,7 +6,8 @@
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz prune --completed-before DAYS [--dry-run]
 
-Exit codes: 0 success, 1 a run is busy / not resumable / unknown, 2 bad arguments.
+Exit codes: 0 success, 1 a run is busy / not resumable / unknown or its leg failed,
+2 bad arguments (also under ``call_command``: ``CommandError.returncode``).
 """
 
 from __future__ import annotations
@@ -14,24 +15,38 @@ from __future__ import annotations
 import json
 from argparse import ArgumentParser
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from ... import services
-from ...core.durable.codec import decode_json
-from ...core.messages import Message
+from ...conf import deuz_settings
 from ...exceptions import (
     ApprovalAlreadyDecided,
     InvalidVerdict,
+    LeaseLost,
     RunBusy,
     RunNotFound,
     RunNotResumable,
+    UnknownAgent,
 )
-from ...models import Run, RunStatus
+from ...models import Run, RunStatus, StreamEntry
+from ...store import decode_message
 from ...transcript import transcript_lines
+
+BAD_ARGUMENTS = 2
+RUN_ERROR = 1
+
+
+class _Parser(CommandParser):
+    """Bad arguments exit with argparse's 2, also under ``call_command`` (Django uses 1)."""
+
+    def error(self, message: str) -> NoReturn:
+        if self.called_from_command_line:
+            super().error(message)
+        raise CommandError(f"Error: {message}", returncode=BAD_ARGUMENTS)
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -51,11 +66,14 @@ class Command(BaseCommand):
         self, prog_name: str, subcommand: str, **kwargs: Any
     ) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.__class__ = _Parser  # Django builds a plain CommandParser
         parser.epilog = __doc__
         return parser
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+        commands = parser.add_subparsers(
+            dest="action", metavar="ACTION", required=True, parser_class=_Parser
+        )
         runs = commands.add_parser("runs", help="List runs.")
         runs.add_argument("--status", choices=RunStatus.values)
         runs.add_argument("--agent")
@@ -96,7 +114,9 @@ class Command(BaseCommand):
         recover.add_argument("--dry-run", action="store_true")
 
         prune = commands.add_parser(
-            "prune", help="Delete completed runs and old journals."
+            "prune",
+            help="Delete completed runs, and the stream journals of completed runs older "
+            "than DEUZ['STREAM_RETENTION_DAYS'].",
         )
         prune.add_argument(
             "--completed-before", type=float, required=True, metavar="DAYS"
@@ -107,10 +127,17 @@ class Command(BaseCommand):
         action = options["action"]
         try:
             getattr(self, f"handle_{action}")(**options)
-        except (RunNotFound, RunBusy, RunNotResumable, ApprovalAlreadyDecided) as error:
-            raise CommandError(str(error), returncode=1) from None
+        except (
+            RunNotFound,
+            RunBusy,
+            RunNotResumable,
+            ApprovalAlreadyDecided,
+            UnknownAgent,
+            LeaseLost,
+        ) as error:
+            raise CommandError(str(error), returncode=RUN_ERROR) from None
         except InvalidVerdict as error:
-            raise CommandError(str(error), returncode=2) from None
+            raise CommandError(str(error), returncode=BAD_ARGUMENTS) from None
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -164,7 +191,8 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(f"Last leg failed: {run.last_error}"))
         self.stdout.write("")
         messages = [
-            Message.from_json(decode_json(row.data)) for row in run.messages.all()
+            decode_message(data, f"{run.run_id}.messages[{index}]")
+            for index, data in run.messages.values_list("index", "data")
         ]
         for line in transcript_lines(messages):
             self.stdout.write(line)
@@ -202,26 +230,33 @@ class Command(BaseCommand):
         deny_remaining: bool,
         **options: Any,
     ) -> None:
-        run = _get_run(run_id)
         overlap = set(approve) & set(deny)
         if overlap:
             raise CommandError(
-                f"Both approved and denied: {', '.join(sorted(overlap))}", returncode=2
+                f"Both approved and denied: {', '.join(sorted(overlap))}",
+                returncode=BAD_ARGUMENTS,
             )
+        if reason and not (deny or deny_remaining):
+            raise CommandError(
+                "--reason goes with --deny or --deny-remaining.",
+                returncode=BAD_ARGUMENTS,
+            )
+        run = _get_run(run_id)
         for approval_id, approved in [(a, True) for a in approve] + [
             (d, False) for d in deny
         ]:
             approval = run.approvals.filter(approval_id=approval_id).first()
             if approval is None:
                 raise CommandError(
-                    f"Run '{run_id}' has no approval '{approval_id}'.", returncode=2
+                    f"Run '{run_id}' has no approval '{approval_id}'.",
+                    returncode=BAD_ARGUMENTS,
                 )
             services.record_operator_verdict(approval, approved=approved, reason=reason)
         outcome = async_to_sync(services.aresume_run)(
             run_id, deny_remaining=deny_remaining
         )
         if outcome.error:
-            raise CommandError(f"The leg failed: {outcome.error}", returncode=1)
+            raise CommandError(f"The leg failed: {outcome.error}", returncode=RUN_ERROR)
         self.stdout.write(
             f"Run {run_id}: {outcome.status}"
             + (
@@ -244,25 +279,33 @@ class Command(BaseCommand):
                 continue
             try:
                 outcome = async_to_sync(services.aresume_run)(run_id)
-            except (RunBusy, RunNotResumable) as error:
+            except (RunBusy, RunNotResumable, UnknownAgent) as error:
                 self.stdout.write(f"skipped {run_id}: {error}")
                 continue
-            self.stdout.write(f"recovered {run_id}: {outcome.status}")
+            if outcome.error:
+                self.stdout.write(f"failed {run_id}: {outcome.error}")
+            else:
+                self.stdout.write(f"recovered {run_id}: {outcome.status}")
 
     def handle_prune(
         self, *, completed_before: float, dry_run: bool, **options: Any
     ) -> None:
-        cutoff = timezone.now() - timedelta(days=completed_before)
-        runs = Run.objects.roots().filter(
-            status=RunStatus.COMPLETED, updated_at__lt=cutoff
+        now = timezone.now()
+        completed = Run.objects.roots().filter(status=RunStatus.COMPLETED)
+        runs = completed.filter(updated_at__lt=now - timedelta(days=completed_before))
+        retention = timedelta(days=float(deuz_settings.STREAM_RETENTION_DAYS))
+        journals = StreamEntry.objects.filter(
+            run__in=completed.filter(updated_at__lt=now - retention)
+        ).exclude(run__in=runs)
+        count, parts = runs.count(), journals.count()
+        verb = "would delete" if dry_run else "deleted"
+        if not dry_run:
+            journals.delete()
+            for run_id in runs.values_list("run_id", flat=True):
+                services.delete_run(run_id)
+        self.stdout.write(
+            f"{verb} {count} completed run(s) and {parts} journaled part(s) of older runs"
         )
-        count = runs.count()
-        if dry_run:
-            self.stdout.write(f"would delete {count} completed run(s)")
-            return
-        for run_id in runs.values_list("run_id", flat=True):
-            services.delete_run(run_id)
-        self.stdout.write(f"deleted {count} completed run(s)")
 
 
 def _get_run(run_id: str) -> Run:

@@ -1,0 +1,166 @@
+"""Deciding approvals from the admin, and telling the staff member what happened.
+
+The queue's actions and the run page's buttons both come through :func:`decide`, which
+records every verdict with :func:`deuz_django.services.decide_approval` — the same
+permission rules and signer check as the REST and WebSocket paths — and then resumes each
+run whose last pending approval was decided, through the background task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest
+from django.tasks import TaskResultStatus
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from .. import services
+from ..exceptions import (
+    ApprovalAlreadyDecided,
+    ApprovalNotFound,
+    InvalidVerdict,
+    NotPermitted,
+)
+from ..models import Approval, Run, RunStatus
+from ..tasks import enqueue_resume
+from .display import decider, exact_time
+
+REASON_MAX_LENGTH = 2000
+ALREADY_COMPLETED = gettext_lazy("Run %(run)s is already completed.")
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(
+        label=gettext_lazy("Reason (optional)"),
+        required=False,
+        max_length=REASON_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+    )
+
+
+class VerdictForm(ReasonForm):
+    verdict = forms.ChoiceField(choices=[("approve", "approve"), ("deny", "deny")])
+
+
+def call_label(approval: Approval) -> str:
+    return _("%(tool)s (%(id)s) on run %(run)s") % {
+        "tool": approval.tool_name,
+        "id": approval.approval_id,
+        "run": approval.run.run_id,
+    }
+
+
+def decide(
+    request: HttpRequest,
+    approvals: Iterable[Approval],
+    *,
+    approved: bool,
+    reason: str = "",
+) -> None:
+    """Record one verdict per approval, report each outcome, resume the runs now ready."""
+    recorded: list[Approval] = []
+    ready: dict[int, Run] = {}
+    for approval in approvals:
+        try:
+            decision = services.decide_approval(
+                approval, user=request.user, approved=approved, reason=reason
+            )
+        except (NotPermitted, ApprovalNotFound) as error:
+            messages.error(
+                request,
+                _("%(call)s: %(why)s Nothing was recorded.")
+                % {"call": call_label(approval), "why": error},
+            )
+            continue
+        except ApprovalAlreadyDecided:
+            messages.warning(request, already_decided(approval))
+            continue
+        except InvalidVerdict as error:
+            messages.error(
+                request,
+                _("%(call)s was not approved: %(why)s")
+                % {"call": call_label(approval), "why": error},
+            )
+            continue
+        if decision.expired:
+            messages.warning(
+                request,
+                _("%(call)s had expired; it was recorded as expired and will not run.")
+                % {"call": call_label(approval)},
+            )
+        else:
+            recorded.append(decision.approval)
+        if decision.run_ready:
+            ready[approval.run_id] = approval.run
+    if recorded:
+        calls = ", ".join(call_label(a) for a in recorded)
+        text = (
+            ngettext(
+                "Approved %(calls)s.",
+                "Approved %(count)d calls: %(calls)s.",
+                len(recorded),
+            )
+            if approved
+            else ngettext(
+                "Denied %(calls)s.", "Denied %(count)d calls: %(calls)s.", len(recorded)
+            )
+        )
+        messages.success(request, text % {"calls": calls, "count": len(recorded)})
+    for run in ready.values():
+        resume_and_report(request, run)
+
+
+def already_decided(approval: Approval) -> str:
+    """``... was already approved by bob at <time>`` — from the row as stored now."""
+    stored = Approval.objects.select_related("decided_by").get(pk=approval.pk)
+    return _("%(call)s was already %(status)s by %(who)s at %(when)s.") % {
+        "call": call_label(approval),
+        "status": stored.get_status_display(),
+        "who": decider(stored),
+        "when": exact_time(stored.decided_at) if stored.decided_at else "?",
+    }
+
+
+def resume_and_report(request: HttpRequest, run: Run) -> None:
+    """Resume ``run`` in the background; a completed or busy run is reported, not resumed."""
+    level, text = _resume(run)
+    messages.add_message(request, level, text)
+
+
+def _resume(run: Run) -> tuple[int, str]:
+    params = {"run": run.run_id}
+    run.refresh_from_db(fields=["status"])
+    if run.status == RunStatus.COMPLETED:
+        return messages.INFO, ALREADY_COMPLETED % params
+    result = enqueue_resume(run.run_id)
+    if not result.is_finished:  # a worker backend will run it
+        return messages.SUCCESS, _("Run %(run)s resumed in the background.") % params
+    if result.status == TaskResultStatus.FAILED:
+        text = _("Run %(run)s: the background resume failed; see the task's logs.")
+        return messages.ERROR, text % params
+    outcome = result.return_value
+    if outcome["status"] == "busy":
+        text = _("Run %(run)s is busy; it will continue when the current leg ends.")
+        return messages.WARNING, text % params
+    if outcome["status"] == "not-resumable":
+        run.refresh_from_db(fields=["status"])
+        if run.status == RunStatus.COMPLETED:  # another resume finished it meanwhile
+            return messages.INFO, ALREADY_COMPLETED % params
+        text = _("Run %(run)s was not resumed: %(detail)s")
+        return messages.WARNING, text % {**params, "detail": outcome.get("detail")}
+    if outcome.get("error"):
+        text = _("Run %(run)s resumed in the background, but the leg failed: %(error)s")
+        return messages.ERROR, text % {**params, "error": outcome["error"]}
+    if outcome["status"] == RunStatus.SUSPENDED:
+        count = outcome.get("pendingApprovals", 0)
+        text = ngettext(
+            "Run %(run)s resumed in the background and now waits for %(count)d approval.",
+            "Run %(run)s resumed in the background and now waits for %(count)d approvals.",
+            count,
+        )
+        return messages.SUCCESS, text % {**params, "count": count}
+    text = _("Run %(run)s resumed in the background; it is now %(status)s.")
+    return messages.SUCCESS, text % {**params, "status": outcome["status"]}

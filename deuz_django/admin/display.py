@@ -1,0 +1,115 @@
+"""Small HTML renderings the run and approval admins share: badges, times, JSON, cost.
+
+Badges carry their text (colour is never the only signal); times are ``<time>`` elements
+with the exact moment in the tooltip.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import formats, timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.timesince import timesince, timeuntil
+from django.utils.translation import gettext as _
+
+from ..core.usage import Usage
+from ..models import Approval, Run
+from ..registry import load_agent
+from ..transcript import pretty
+from ..verdicts import expiry_cutoff, is_expired
+
+logger = logging.getLogger("deuz_django")
+
+EMPTY = "—"
+
+
+def badge(value: str, label: str | None = None) -> SafeString:
+    """A status as coloured text; the stylesheet colours each status value."""
+    return format_html(
+        '<span class="deuz-badge deuz-badge--{}">{}</span>',
+        value,
+        label if label is not None else value,
+    )
+
+
+def exact_time(moment: datetime) -> str:
+    return formats.date_format(timezone.localtime(moment), "DATETIME_FORMAT")
+
+
+def relative_time(moment: datetime | None) -> SafeString | str:
+    """``5 minutes ago`` / ``in 3 hours``, with the exact time on hover."""
+    if moment is None:
+        return EMPTY
+    now = timezone.now()
+    if abs(now - moment) < timedelta(minutes=1):
+        text = _("just now")
+    elif moment < now:
+        text = _("%(time)s ago") % {"time": timesince(moment, now, depth=1)}
+    else:
+        text = _("in %(time)s") % {"time": timeuntil(moment, now, depth=1)}
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        moment.isoformat(),
+        exact_time(moment),
+        text,
+    )
+
+
+def json_block(value: Any, label: str) -> SafeString:
+    return format_html(
+        '<pre class="deuz-json" tabindex="0" aria-label="{}">{}</pre>',
+        label,
+        pretty(value),
+    )
+
+
+def expires_at(approval: Approval) -> datetime | None:
+    """When a pending approval stops being decidable (``DEUZ['APPROVAL_MAX_AGE']``)."""
+    now = timezone.now()
+    cutoff = expiry_cutoff(now)
+    if cutoff is None or not approval.is_pending:
+        return None
+    return approval.created_at + (now - cutoff)
+
+
+def expiry(approval: Approval) -> SafeString | str:
+    moment = expires_at(approval)
+    if moment is None:
+        return EMPTY
+    if is_expired(approval):
+        return badge("expired")
+    return relative_time(moment)
+
+
+def decider(approval: Approval) -> str:
+    """Who recorded the verdict: a user, or the system (operator command, expiry)."""
+    if approval.decided_by is not None:
+        return approval.decided_by.get_username()
+    return _("the system")
+
+
+def run_cost(run: Run) -> float | None:
+    """The run's price in USD, when its agent's ``deps`` carry a price provider."""
+    try:
+        spec = load_agent(run.agent)
+    except LookupError:
+        return None
+    provider = getattr(spec.options.get("deps"), "price_provider", None)
+    if provider is None:
+        return None
+    try:
+        return provider.price_usage(
+            spec.model.model_id, Usage.from_json(run.usage or {})
+        )
+    except Exception as error:  # a price provider is user code: never break the admin
+        logger.warning("deuz: pricing run %s failed: %s", run.run_id, error)
+        return None
+
+
+def cost_label(run: Run) -> str:
+    cost = run_cost(run)
+    return EMPTY if cost is None else f"${cost:,.4f}"

@@ -1,0 +1,230 @@
+"""The run browser: root runs the staff member may see, each with a read-only page showing
+its transcript (sub-agents included), its pending approvals with Approve/Deny buttons, and
+its decision history. Runs are never edited by hand: every write goes through the service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from ..core.messages import Message
+from ..models import Approval, ApprovalStatus, Run
+from ..permissions import decide_refusal
+from ..store import CHILD_SEPARATOR, DjangoSessionStore
+from ..transcript import Entry, pretty, transcript
+from . import display
+from .base import ReadOnlyAdmin
+from .decisions import REASON_MAX_LENGTH
+
+
+class HasPendingFilter(admin.SimpleListFilter):
+    title = gettext_lazy("pending approvals")
+    parameter_name = "pending"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", _("Has pending approvals")), ("no", _("None pending"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
+        if self.value() == "yes":
+            return queryset.filter(pending_count__gt=0)
+        if self.value() == "no":
+            return queryset.filter(pending_count=0)
+        return queryset
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """The transcript of one run of the tree: the root, or a sub-agent at ``path``."""
+
+    run: Run
+    path: str
+    entries: list[Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    """A pending approval as the viewing user may act on it."""
+
+    approval: Approval
+    can_approve: bool
+    can_deny: bool
+    refusal: str | None
+
+    @property
+    def input(self) -> str:
+        return pretty(self.approval.input)
+
+
+def run_messages(run: Run) -> tuple[Message, ...]:
+    checkpoint = DjangoSessionStore().load(run.run_id)
+    return checkpoint.messages if checkpoint is not None else ()
+
+
+def sections(run: Run) -> list[Section]:
+    """The root's transcript, then each sub-agent's, labelled by its agent path."""
+    children = Run.objects.filter(
+        run_id__startswith=run.run_id + CHILD_SEPARATOR
+    ).order_by("pk")
+    found = [Section(run, "", list(transcript(run_messages(run))))]
+    for child in children:
+        path = " › ".join(
+            child.agent_path or [child.run_id.rsplit(CHILD_SEPARATOR, 1)[1]]
+        )
+        found.append(Section(child, path, list(transcript(run_messages(child)))))
+    return found
+
+
+def pending_rows(user: Any, run: Run) -> list[PendingRow]:
+    rows = []
+    for approval in run.approvals.pending().select_related("run"):
+        approve_refusal = decide_refusal(user, approval, approving=True)
+        deny_refusal = decide_refusal(user, approval, approving=False)
+        rows.append(
+            PendingRow(
+                approval,
+                can_approve=approve_refusal is None,
+                can_deny=deny_refusal is None,
+                refusal=approve_refusal or deny_refusal,
+            )
+        )
+    return rows
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = (
+        "run",
+        "agent",
+        "owner",
+        "status_badge",
+        "pending",
+        "steps",
+        "tokens",
+        "cost",
+        "last_activity",
+    )
+    list_filter = (
+        "status",
+        "agent",
+        ("owner", admin.RelatedOnlyFieldListFilter),
+        HasPendingFilter,
+    )
+    search_fields = ("run_id", "owner__username", "title")
+    list_select_related = ("owner",)
+    actions = None
+    changelist_title = gettext_lazy("Agent runs")
+    fieldsets = (
+        (None, {"fields": ("run_id", "title", "agent", "owner", "status_badge")}),
+        (
+            gettext_lazy("Progress"),
+            {
+                "fields": (
+                    "steps",
+                    "usage_summary",
+                    "cost",
+                    "created_at",
+                    "last_activity",
+                )
+            },
+        ),
+        (gettext_lazy("Last error"), {"fields": ("last_error",)}),
+    )
+    readonly_fields = (
+        "status_badge",
+        "steps",
+        "usage_summary",
+        "cost",
+        "last_activity",
+    )
+    change_form_template = "admin/deuz_django/run/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Run]:
+        # for_user gives root runs only: sub-agents show on their parent's page.
+        return Run.objects.for_user(request.user).annotate(
+            pending_count=Count(
+                "approvals", filter=Q(approvals__status=ApprovalStatus.PENDING)
+            )
+        )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Run | None = None) -> Any:
+        if obj is not None and not obj.last_error:
+            return self.fieldsets[:-1]
+        return self.fieldsets
+
+    # -- columns ----------------------------------------------------------------------------
+
+    @admin.display(description=gettext_lazy("run"), ordering="run_id")
+    def run(self, obj: Run) -> str:
+        return format_html(
+            '<code>{}</code><br><span class="deuz-muted">{}</span>',
+            obj.run_id,
+            obj.title or "",
+        )
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_badge(self, obj: Run) -> str:
+        badge = display.badge(obj.status, obj.get_status_display())
+        if obj.last_error:
+            return format_html("{} {}", badge, display.badge("failed", _("failed")))
+        return badge
+
+    @admin.display(description=gettext_lazy("pending"), ordering="pending_count")
+    def pending(self, obj: Run) -> str:
+        count: int = getattr(obj, "pending_count", 0)
+        return display.badge("pending", str(count)) if count else "0"
+
+    @admin.display(description=gettext_lazy("steps"), ordering="step_index")
+    def steps(self, obj: Run) -> int:
+        return obj.step_index
+
+    @admin.display(description=gettext_lazy("tokens"))
+    def tokens(self, obj: Run) -> str:
+        return f"{obj.total_tokens:,}"
+
+    @admin.display(description=gettext_lazy("cost"))
+    def cost(self, obj: Run) -> str:
+        return display.cost_label(obj)
+
+    @admin.display(description=gettext_lazy("last activity"), ordering="updated_at")
+    def last_activity(self, obj: Run) -> str:
+        return display.relative_time(obj.updated_at)
+
+    @admin.display(description=gettext_lazy("usage"))
+    def usage_summary(self, obj: Run) -> str:
+        usage = obj.usage or {}
+        return _("%(input)s in / %(output)s out / %(total)s total tokens") % {
+            "input": f"{usage.get('inputTokens', 0):,}",
+            "output": f"{usage.get('outputTokens', 0):,}",
+            "total": f"{obj.total_tokens:,}",
+        }
+
+    # -- the read-only page -----------------------------------------------------------------
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        run = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if run is not None:
+            context.update(
+                sections=sections(run),
+                pending_rows=pending_rows(request.user, run),
+                reason_max_length=REASON_MAX_LENGTH,
+                decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
+                .select_related("decided_by")
+                .order_by("decided_at", "pk"),
+            )
+        return super().change_view(request, object_id, form_url, context)

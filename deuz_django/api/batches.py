@@ -1,0 +1,138 @@
+"""A batch of verdicts from an untrusted client, checked whole before any is recorded.
+
+The checks run in this order, each over every verdict, and the first that finds problems
+answers for the batch, naming each failing verdict by index and approval id: the shape
+(SPEC R12.1, 400), unknown or repeated approval ids (400), permission per approval (403),
+approvals decided already (409), and the signer check of approving tokens (400).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import permissions as rules
+from ..models import Approval, Run
+from ..verdicts import verdict_problem
+from .exceptions import (
+    Conflict,
+    DeuzAPIException,
+    ErrorItem,
+    InvalidRequest,
+    InvalidVerdicts,
+    VerdictsForbidden,
+    field_errors,
+)
+from .serializers import VerdictBatchSerializer
+
+Verdict = dict[str, Any]
+Checked = list[tuple[Verdict, Approval]]
+
+
+def read_batch(data: Any) -> dict[str, Any]:
+    """``{"verdicts": [...], "resume": bool}``, or just the list of verdicts."""
+    if isinstance(data, list):
+        data = {"verdicts": data}
+    if not isinstance(data, dict):
+        raise InvalidRequest(
+            "The body must be an object with verdicts, or a list of verdicts.",
+            errors=[{"field": "body", "message": "expected an object or a list"}],
+        )
+    serializer = VerdictBatchSerializer(data=data)
+    if serializer.is_valid():
+        return dict(serializer.validated_data)
+    raw = data.get("verdicts")
+    errors = []
+    for item in field_errors(serializer.errors):
+        head, _dot, rest = item["field"].partition("].")
+        if head.startswith("verdicts[") and isinstance(raw, list):
+            index = int(head.removeprefix("verdicts[").rstrip("]"))
+            errors.append(_item(index, raw[index], rest or "verdict", item["message"]))
+        else:
+            errors.append(item)
+    raise InvalidVerdicts(_summary(errors), code="invalid", errors=errors)
+
+
+def check_batch(user: Any, run: Run, verdicts: list[Verdict]) -> Checked:
+    """Each verdict with its approval, once every check passed for every one of them."""
+    checked = list(zip(verdicts, _approvals(run, verdicts), strict=True))
+    _refuse(
+        VerdictsForbidden,
+        checked,
+        lambda v, a: rules.decide_refusal(user, a, approving=v["approved"]),
+        field="approvalId",
+    )
+    _refuse(
+        Conflict,
+        checked,
+        lambda v, a: None if a.is_pending else f"was already {a.status}",
+        field="approvalId",
+        code="approval_already_decided",
+    )
+    _refuse(
+        InvalidVerdicts,
+        checked,
+        lambda v, a: verdict_problem(a, approved=v["approved"], token=v.get("token")),
+        field="token",
+    )
+    return checked
+
+
+def _approvals(run: Run, verdicts: list[Verdict]) -> list[Approval]:
+    ids = [v["approvalId"] for v in verdicts]
+    rows = {
+        a.approval_id: a
+        for a in run.approvals.filter(approval_id__in=ids).select_related("run")
+    }
+    errors, seen = [], set()
+    for index, verdict in enumerate(verdicts):
+        approval_id = verdict["approvalId"]
+        if approval_id in seen:
+            problem = "appears more than once in this request"
+        elif approval_id not in rows:
+            problem = "no approval with this id on this run"
+        else:
+            problem = None
+        if problem:
+            errors.append(_item(index, verdict, "approvalId", problem))
+        seen.add(approval_id)
+    if errors:
+        raise InvalidVerdicts(_summary(errors), errors=errors)
+    return [rows[approval_id] for approval_id in ids]
+
+
+def _refuse(
+    error_class: type[DeuzAPIException],
+    checked: Sequence[tuple[Verdict, Approval]],
+    problem: Callable[[Verdict, Approval], str | None],
+    *,
+    field: str,
+    code: str | None = None,
+) -> None:
+    """Raise ``error_class`` naming every verdict ``problem`` finds something wrong with."""
+    errors = [
+        _item(index, verdict, field, message)
+        for index, (verdict, approval) in enumerate(checked)
+        if (message := problem(verdict, approval))
+    ]
+    if errors:
+        raise error_class(_summary(errors), code=code, errors=errors)
+
+
+def _item(index: int, verdict: Any, field: str, message: str) -> ErrorItem:
+    item: ErrorItem = {"index": index}
+    approval_id = verdict.get("approvalId") if isinstance(verdict, dict) else None
+    if isinstance(approval_id, str):
+        item["approvalId"] = approval_id
+    return {**item, "field": field, "message": message}
+
+
+def _summary(errors: list[ErrorItem]) -> str:
+    """``Verdict 1 (r1), token: the token was minted for another run. Nothing was ...``"""
+    first = errors[0]
+    where = f"Verdict {first['index']}" if "index" in first else ""
+    if "approvalId" in first:
+        where += f" ({first['approvalId']})"
+    where = f"{where}, {first['field']}" if where else first["field"]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['message'].rstrip('.')}{more}. Nothing was recorded."

@@ -1,0 +1,346 @@
+"""The OpenAPI description of each endpoint: request and response bodies, every error an
+endpoint can answer with, and examples (drf-spectacular ``extend_schema``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
+
+from .serializers import (
+    ApprovalFilterSerializer,
+    ApprovalSerializer,
+    ErrorSerializer,
+    MessageSerializer,
+    ResumeSerializer,
+    RunFilterSerializer,
+    RunLinkSerializer,
+    RunSerializer,
+    StartRunSerializer,
+    VerdictBatchSerializer,
+    VerdictResultSerializer,
+    VerdictSerializer,
+)
+
+_ERRORS = {
+    400: (
+        "The body or a query parameter is invalid; `errors` names each field.",
+        {
+            "detail": 'status: "paused" is not a valid choice.',
+            "code": "invalid",
+            "errors": [
+                {"field": "status", "message": '"paused" is not a valid choice.'}
+            ],
+        },
+    ),
+    401: (
+        "Not signed in (send a session cookie or `Authorization: Token <key>`).",
+        {
+            "detail": "Authentication credentials were not provided.",
+            "code": "not_authenticated",
+        },
+    ),
+    403: (
+        "Signed in, but not allowed (permissions, separation of duties, CSRF).",
+        {"detail": "You may not resume this run.", "code": "permission_denied"},
+    ),
+    404: (
+        "No such run, or one you may not see; or a page past the last.",
+        {"detail": "No run 'run-42'.", "code": "not_found"},
+    ),
+    409: (
+        "The run is busy or completed, approvals are undecided, or already decided.",
+        {
+            "detail": "Run 'run-42' is busy: another leg is running it. "
+            "Try again when it ends.",
+            "code": "run_busy",
+        },
+    ),
+    413: (
+        "The body is larger than `DATA_UPLOAD_MAX_MEMORY_SIZE`.",
+        {
+            "detail": "The request body is larger than 2621440 bytes.",
+            "code": "payload_too_large",
+            "errors": [{"field": "body", "message": "larger than 2621440 bytes"}],
+        },
+    ),
+    415: (
+        "The body is not `application/json`.",
+        {
+            "detail": 'Unsupported media type "text/plain" in request.',
+            "code": "unsupported_media_type",
+        },
+    ),
+    429: (
+        "Too many requests (see `REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']`).",
+        {
+            "detail": "Request was throttled. Expected available in 12 seconds.",
+            "code": "throttled",
+        },
+    ),
+}
+_BAD_TOKEN = {
+    "detail": "Verdict 1 (r1), token: the token was minted for another run. "
+    "Nothing was recorded.",
+    "code": "invalid_verdict",
+    "errors": [
+        {
+            "index": 1,
+            "approvalId": "r1",
+            "field": "token",
+            "message": "the token was minted for another run",
+        }
+    ],
+}
+_OWN_CALL = {
+    "detail": "Verdict 0 (r1), approvalId: The run's owner may not approve their own "
+    "refund call. Nothing was recorded.",
+    "code": "not_permitted",
+    "errors": [
+        {
+            "index": 0,
+            "approvalId": "r1",
+            "field": "approvalId",
+            "message": "The run's owner may not approve their own refund call.",
+        }
+    ],
+}
+_BAD_MESSAGE = {
+    "detail": "messages[0].role: expected system, user, assistant or tool, got 'bot'",
+    "code": "invalid",
+    "errors": [
+        {
+            "field": "messages[0].role",
+            "message": "expected system, user, assistant or tool, got 'bot'",
+        }
+    ],
+}
+_UNDECIDED = {
+    "detail": "Run 'run-42' still waits for a verdict on r1; decide it first, or resume "
+    "now to deny what is undecided.",
+    "code": "run_not_resumable",
+}
+
+READ = (400, 401, 403, 404, 429)
+WRITE = (400, 401, 403, 404, 409, 413, 415, 429)
+
+
+def errors(
+    codes: tuple[int, ...], examples: dict[int, dict[str, Any]] | None = None
+) -> dict[int, OpenApiResponse]:
+    """The error responses ``codes``, each with an example (``examples`` overrides)."""
+    responses = {}
+    for code in codes:
+        description, example = _ERRORS[code]
+        example = (examples or {}).get(code, example)
+        responses[code] = OpenApiResponse(
+            ErrorSerializer,
+            description=description,
+            examples=[OpenApiExample(f"{code}", value=example, status_codes=[code])],
+        )
+    return responses
+
+
+RUN_ID = OpenApiParameter(
+    "runId", OpenApiTypes.STR, OpenApiParameter.PATH, description="The run's id."
+)
+
+_TOKEN = "v1.eyJhcHByb3ZhbElkIjoiZTEiLCJ0b29sTmFtZSI6InNlbmRfZW1haWwifQ.<mac>"
+_APPROVAL = {
+    "approvalId": "e1",
+    "runId": "run-42",
+    "toolCallId": "e1",
+    "toolName": "send_email",
+    "input": {"to": "ann@example.com"},
+    "agentPath": [],
+    "token": _TOKEN,
+    "status": "pending",
+    "decidedBy": None,
+    "decidedAt": None,
+    "reason": "",
+    "createdAt": "2026-01-05T10:00:00Z",
+}
+_RUN = {
+    "runId": "run-42",
+    "agent": "assistant",
+    "owner": "ann",
+    "title": "Email the customer",
+    "status": "suspended",
+    "stepIndex": 1,
+    "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+    "messageCount": 2,
+    "lastError": "",
+    "busy": False,
+    "pendingApprovals": [_APPROVAL],
+    "createdAt": "2026-01-05T10:00:00Z",
+    "updatedAt": "2026-01-05T10:00:01Z",
+    "url": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
+}
+_LINK = {
+    "runId": "run-42",
+    "detail": "Resume queued; the leg runs in the background.",
+    "resumeQueued": True,
+    "statusUrl": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
+}
+
+list_runs = extend_schema(
+    operation_id="listRuns",
+    summary="List runs",
+    description="The root runs you may see (your own; every run with "
+    "`deuz_django.view_run`), most recently active first.",
+    tags=["runs"],
+    parameters=[RunFilterSerializer],
+    responses={200: RunSerializer(many=True), **errors(READ)},
+    examples=[OpenApiExample("Runs", value=_RUN, response_only=True)],
+)
+
+start_run = extend_schema(
+    operation_id="startRun",
+    summary="Start a run",
+    description="Record a run of a registered agent with its input; the first leg runs in "
+    "a background task. `text` is a shorthand for a last user message.",
+    tags=["runs"],
+    request=StartRunSerializer,
+    responses={201: RunSerializer, **errors(WRITE, {400: _BAD_MESSAGE})},
+    examples=[
+        OpenApiExample(
+            "Text", value={"agent": "assistant", "text": "Hello!"}, request_only=True
+        ),
+        OpenApiExample(
+            "Messages",
+            value={
+                "agent": "assistant",
+                "runId": "run-42",
+                "title": "Greeting",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "Hi"}]}
+                ],
+            },
+            request_only=True,
+        ),
+        OpenApiExample("Started", value=_RUN, response_only=True, status_codes=[201]),
+    ],
+)
+
+get_run = extend_schema(
+    operation_id="getRun",
+    summary="Get a run",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    responses={200: RunSerializer, **errors(READ)},
+    examples=[OpenApiExample("Suspended", value=_RUN, response_only=True)],
+)
+
+list_messages = extend_schema(
+    operation_id="listRunMessages",
+    summary="A run's messages",
+    description="The run's history in Deuz's JSON form, oldest first. Byte strings "
+    "(image data) are standard base64 text.",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    responses={200: MessageSerializer(many=True), **errors(READ)},
+    examples=[
+        OpenApiExample(
+            "A tool call",
+            value={
+                "index": 1,
+                "role": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "e1",
+                            "name": "send_email",
+                            "input": {"to": "ann@example.com"},
+                        }
+                    ],
+                },
+            },
+            response_only=True,
+        )
+    ],
+)
+
+list_approvals = extend_schema(
+    operation_id="listApprovals",
+    summary="List approvals",
+    description="Approvals of the runs you may see, oldest first; pending ones unless "
+    "`status` says otherwise. A pending approval carries the token an approving "
+    "verdict must echo.",
+    tags=["approvals"],
+    parameters=[ApprovalFilterSerializer],
+    responses={200: ApprovalSerializer(many=True), **errors(READ)},
+    examples=[OpenApiExample("Pending", value=_APPROVAL, response_only=True)],
+)
+
+post_verdicts = extend_schema(
+    operation_id="postVerdicts",
+    summary="Decide approvals",
+    description="Record verdicts for a run's approvals: all of them or none. Each is "
+    "checked first — the approval exists and is pending, you may decide it, and an "
+    "approving verdict's token verifies (signature, pinned call, this run, age). When "
+    "no approval is left undecided the run resumes in the background (202) unless "
+    "`resume` is false. The body is an object, or just the list of verdicts.",
+    tags=["approvals"],
+    parameters=[RUN_ID],
+    request=PolymorphicProxySerializer(
+        component_name="VerdictRequest",
+        serializers=[VerdictBatchSerializer, VerdictSerializer(many=True)],
+        resource_type_field_name=None,
+        many=False,
+    ),
+    responses={
+        200: VerdictResultSerializer,
+        202: VerdictResultSerializer,
+        **errors(WRITE, {400: _BAD_TOKEN, 403: _OWN_CALL}),
+    },
+    examples=[
+        OpenApiExample(
+            "Approve and deny",
+            value={
+                "verdicts": [
+                    {"approvalId": "e1", "approved": True, "token": _TOKEN},
+                    {"approvalId": "r1", "approved": False, "reason": "Not today."},
+                ],
+                "resume": True,
+            },
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Recorded, resuming",
+            value={
+                **_LINK,
+                "detail": "Verdicts recorded; the run resumes.",
+                "decided": [],
+            },
+            response_only=True,
+            status_codes=[202],
+        ),
+    ],
+)
+
+resume_run = extend_schema(
+    operation_id="resumeRun",
+    summary="Resume a run",
+    description="Queue the run's next leg. Refused (409) while another leg runs, when the "
+    "run is completed, or while approvals are undecided — unless `denyRemaining` is "
+    "true, which denies them first.",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    request=ResumeSerializer,
+    responses={202: RunLinkSerializer, **errors(WRITE, {409: _UNDECIDED})},
+    examples=[
+        OpenApiExample(
+            "Deny the rest", value={"denyRemaining": True}, request_only=True
+        ),
+        OpenApiExample("Queued", value=_LINK, response_only=True, status_codes=[202]),
+    ],
+)

@@ -1,0 +1,179 @@
+"""The REST API's errors, and the handler that turns every error into the same JSON shape.
+
+Every error body is ``{"detail": str, "code": str}``, plus ``"errors"`` — a list of
+``{"field", "message"}`` items, with ``"index"`` and ``"approvalId"`` when an item is about
+one verdict of a batch — whenever the problem is about particular input. The hierarchy::
+
+    APIException (DRF)
+    ├── InvalidRequest       400  the body or a query parameter is not what the API takes
+    │   └── InvalidVerdicts  400  a verdict of the batch is unknown, repeated or its token fails
+    ├── VerdictsForbidden    403  the user may not decide an approval of the batch
+    ├── Conflict             409  the run is busy, completed, undecided, or a verdict is late
+    └── PayloadTooLarge      413  the body exceeds ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+
+Service errors (:mod:`deuz_django.exceptions`) map onto these in :func:`exception_handler`;
+token values are never part of a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..core.exceptions import InvalidInputError
+from ..exceptions import (
+    ApprovalAlreadyDecided,
+    ApprovalNotFound,
+    InvalidVerdict,
+    NotPermitted,
+    RunBusy,
+    RunNotFound,
+    RunNotResumable,
+    UnknownAgent,
+)
+
+ErrorItem = dict[str, Any]
+
+
+class DeuzAPIException(exceptions.APIException):
+    """An API error that may list the particular inputs it is about."""
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        code: str | None = None,
+        errors: Sequence[ErrorItem] = (),
+    ) -> None:
+        super().__init__(detail, code)
+        self.errors = list(errors)
+
+
+class InvalidRequest(DeuzAPIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = _("The request is invalid.")
+    default_code = "invalid"
+
+
+class InvalidVerdicts(InvalidRequest):
+    default_detail = _("A verdict of this request was refused; nothing was recorded.")
+    default_code = "invalid_verdict"
+
+
+class VerdictsForbidden(DeuzAPIException):
+    status_code = status.HTTP_403_FORBIDDEN
+    default_detail = _(
+        "You may not decide an approval of this request; nothing was recorded."
+    )
+    default_code = "not_permitted"
+
+
+class Conflict(DeuzAPIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = _("The run is not in a state that allows this.")
+    default_code = "conflict"
+
+
+class PayloadTooLarge(DeuzAPIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = _("The request body is too large.")
+    default_code = "payload_too_large"
+
+
+def too_large() -> PayloadTooLarge:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return PayloadTooLarge(
+        f"The request body is larger than {limit} bytes.",
+        errors=[{"field": "body", "message": f"larger than {limit} bytes"}],
+    )
+
+
+def field_errors(detail: Any, path: str = "") -> list[ErrorItem]:
+    """DRF's nested validation detail as a flat list of ``{"field", "message"}`` items.
+
+    ``{"verdicts": {1: {"approved": ["..."]}}}`` → ``field="verdicts[1].approved"``.
+    """
+    if isinstance(detail, Mapping):
+        items: list[ErrorItem] = []
+        for key, value in detail.items():
+            if isinstance(key, int):
+                child = f"{path}[{key}]"
+            elif key == "non_field_errors":
+                child = path
+            else:
+                child = f"{path}.{key}" if path else str(key)
+            items.extend(field_errors(value, child))
+        return items
+    if isinstance(detail, list):
+        if all(isinstance(item, str) for item in detail):
+            return [{"field": path or "body", "message": str(m)} for m in detail]
+        items = []
+        for index, value in enumerate(detail):
+            if value:
+                items.extend(field_errors(value, f"{path}[{index}]"))
+        return items
+    return [{"field": path or "body", "message": str(detail)}]
+
+
+def invalid_input(error: InvalidInputError) -> InvalidRequest:
+    """The core names the bad field first (``messages[0].role: expected ...``)."""
+    field, _sep, message = str(error).partition(": ")
+    if not message:
+        field, message = "body", field
+    return InvalidRequest(
+        f"{field}: {message}", errors=[{"field": field, "message": message}]
+    )
+
+
+def _translate(exc: Exception) -> Exception:
+    """A service error as the API exception it answers with (others pass through)."""
+    if isinstance(exc, exceptions.ValidationError):
+        errors = field_errors(exc.detail)
+        first = errors[0] if errors else {"field": "body", "message": "invalid"}
+        return InvalidRequest(f"{first['field']}: {first['message']}", errors=errors)
+    if isinstance(exc, exceptions.ParseError):
+        return InvalidRequest(
+            f"The request body is not valid JSON ({exc.detail}).",
+            code="parse_error",
+            errors=[{"field": "body", "message": str(exc.detail)}],
+        )
+    if isinstance(exc, RequestDataTooBig):
+        return too_large()
+    if isinstance(exc, RunNotFound):
+        return exceptions.NotFound(str(exc))
+    if isinstance(exc, RunBusy | RunNotResumable | ApprovalAlreadyDecided):
+        return Conflict(str(exc), code=exc.code)
+    if isinstance(exc, UnknownAgent):
+        return InvalidRequest(
+            str(exc), code=exc.code, errors=[{"field": "agent", "message": str(exc)}]
+        )
+    if isinstance(exc, ApprovalNotFound | InvalidVerdict):
+        return InvalidRequest(str(exc), code=exc.code)
+    if isinstance(exc, InvalidInputError):
+        return invalid_input(exc)
+    if isinstance(exc, NotPermitted):
+        return exceptions.PermissionDenied(str(exc), code=exc.code)
+    return exc
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with service errors mapped and every body in the one error shape."""
+    exc = _translate(exc)
+    response = drf_exception_handler(exc, context)
+    if response is None or not isinstance(exc, exceptions.APIException):
+        return response
+    detail = exc.detail
+    codes = exc.get_codes()
+    response.data = {
+        "detail": str(detail),
+        "code": codes if isinstance(codes, str) else exc.default_code,
+    }
+    if getattr(exc, "errors", None):
+        response.data["errors"] = exc.errors
+    return response

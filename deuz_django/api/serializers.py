@@ -1,0 +1,322 @@
+"""What the API reads and writes, with Deuz's camelCase field names.
+
+Input fields are strict (SPEC R12.1): a string field takes only a JSON string and a boolean
+field only ``true``/``false`` — DRF's defaults would quietly turn ``5`` into ``"5"`` or
+``"yes"`` into ``True``. Messages come out in Deuz's JSON form, with every byte string as
+standard base64 text (the form Deuz accepts for images).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ..core.durable.codec import decode_json
+from ..core.exceptions import InvalidInputError
+from ..core.messages import coerce_messages
+from ..models import Approval, ApprovalStatus, Run, RunMessage, RunStatus
+from ..registry import agent_names
+from .exceptions import invalid_input
+from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
+
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
+MAX_VERDICTS = 100  # SPEC R12.1
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string, never a number or a bool coerced to one; whitespace kept."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """``true`` or ``false`` only."""
+
+    default_error_messages = {"invalid": "Must be a boolean (true or false)."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+@extend_schema_field(
+    {"type": "string", "pattern": f"^{RUN_ID_PATTERN.pattern}$", "maxLength": 100}
+)
+class RunIdField(StrictCharField):
+    """A caller-chosen run id: letters, digits, ``_`` and ``-`` (it goes into URLs)."""
+
+    default_error_messages = {
+        "pattern": "Use only letters, digits, '_' and '-' (at most 100 characters)."
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=100, **kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not RUN_ID_PATTERN.fullmatch(value):
+            self.fail("pattern")
+        return value
+
+
+@extend_schema_field({"type": "array", "items": MESSAGE_SCHEMA, "minItems": 1})
+class MessagesField(serializers.ListField):
+    """Input messages as plain JSON; the core validates them (its errors name the field)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=serializers.JSONField(), min_length=1, **kwargs)
+
+
+# -- input ----------------------------------------------------------------------------------
+
+
+class VerdictSerializer(serializers.Serializer):
+    """One verdict: approving needs the approval's signed token, denying does not."""
+
+    approvalId = StrictCharField(max_length=200)
+    approved = StrictBooleanField()
+    reason = StrictCharField(required=False, allow_blank=True, max_length=2000)
+    token = StrictCharField(
+        required=False, allow_blank=True, help_text="The approval's token, echoed back."
+    )
+
+
+class VerdictBatchSerializer(serializers.Serializer):
+    """Verdicts for one run, all recorded or none; the run resumes when none is left."""
+
+    verdicts = serializers.ListField(
+        child=VerdictSerializer(), min_length=1, max_length=MAX_VERDICTS
+    )
+    resume = StrictBooleanField(
+        default=True,
+        help_text="Resume the run in the background once no approval is left undecided.",
+    )
+
+
+class ResumeSerializer(serializers.Serializer):
+    denyRemaining = StrictBooleanField(
+        default=False, help_text="Deny every approval still undecided, then resume."
+    )
+
+
+class StartRunSerializer(serializers.Serializer):
+    """A run of a registered agent; ``text`` is a shorthand for a last user message."""
+
+    agent = serializers.ChoiceField(choices=[])
+    messages = MessagesField(required=False)
+    text = StrictCharField(required=False)
+    runId = RunIdField(required=False)
+    title = StrictCharField(required=False, allow_blank=True, max_length=200)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = agent_names()
+        agent = self.fields["agent"]
+        agent.choices = names
+        agent.error_messages["invalid_choice"] = (
+            f'Unknown agent "{{input}}" (registered: {", ".join(sorted(names)) or "none"}).'
+        )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        messages = list(attrs.get("messages", []))
+        if "text" in attrs:
+            messages.append({"role": "user", "content": attrs["text"]})
+        if not messages:
+            raise serializers.ValidationError({"messages": ["Give messages or text."]})
+        try:
+            attrs["history"] = coerce_messages(messages)
+        except InvalidInputError as error:
+            raise invalid_input(error) from None
+        return attrs
+
+
+class RunFilterSerializer(serializers.Serializer):
+    """Query parameters of the run list."""
+
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    agent = serializers.CharField(required=False, max_length=100)
+
+
+class ApprovalFilterSerializer(serializers.Serializer):
+    """Query parameters of the approval list (pending ones unless ``status`` says)."""
+
+    status = serializers.ChoiceField(
+        choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING
+    )
+    runId = serializers.CharField(required=False, max_length=500)
+    toolName = serializers.CharField(required=False, max_length=200)
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    """A gated call and its verdict; ``token`` is present while the approval is pending."""
+
+    approvalId = serializers.CharField(source="approval_id")
+    runId = serializers.CharField(source="run.run_id")
+    toolCallId = serializers.CharField(source="tool_call_id")
+    toolName = serializers.CharField(source="tool_name")
+    input = serializers.JSONField(help_text="The call's arguments.")
+    agentPath = serializers.ListField(
+        child=serializers.CharField(), source="agent_path"
+    )
+    token = serializers.SerializerMethodField()
+    decidedBy = serializers.SerializerMethodField()
+    decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = Approval
+        fields = [
+            "approvalId",
+            "runId",
+            "toolCallId",
+            "toolName",
+            "input",
+            "agentPath",
+            "token",
+            "status",
+            "decidedBy",
+            "decidedAt",
+            "reason",
+            "createdAt",
+        ]
+        read_only_fields = fields
+
+    def get_token(self, approval: Approval) -> str | None:
+        return approval.token if approval.is_pending and approval.token else None
+
+    def get_decidedBy(self, approval: Approval) -> str | None:
+        user = approval.decided_by
+        return None if user is None else user.get_username()
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A root run: its state, cumulative usage, and the approvals it waits for."""
+
+    runId = serializers.CharField(source="run_id")
+    owner = serializers.SerializerMethodField()
+    stepIndex = serializers.IntegerField(source="step_index")
+    usage = serializers.SerializerMethodField()
+    messageCount = serializers.IntegerField(source="message_count")
+    lastError = serializers.CharField(source="last_error")
+    busy = serializers.SerializerMethodField()
+    pendingApprovals = serializers.SerializerMethodField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = [
+            "runId",
+            "agent",
+            "owner",
+            "title",
+            "status",
+            "stepIndex",
+            "usage",
+            "messageCount",
+            "lastError",
+            "busy",
+            "pendingApprovals",
+            "createdAt",
+            "updatedAt",
+            "url",
+        ]
+        read_only_fields = fields
+
+    def get_owner(self, run: Run) -> str | None:
+        return None if run.owner is None else run.owner.get_username()
+
+    @extend_schema_field(USAGE_SCHEMA)
+    def get_usage(self, run: Run) -> dict[str, int]:
+        return dict(run.usage or {})
+
+    def get_busy(self, run: Run) -> bool:
+        """A leg holds the run's lease right now."""
+        expires = run.lease_expires_at
+        return (
+            bool(run.lease_owner) and expires is not None and expires > timezone.now()
+        )
+
+    @extend_schema_field(ApprovalSerializer(many=True))
+    def get_pendingApprovals(self, run: Run) -> Any:
+        rows = getattr(run, "pending_rows", None)
+        if rows is None:
+            rows = run.approvals.filter(status=ApprovalStatus.PENDING).select_related(
+                "run", "decided_by"
+            )
+        return ApprovalSerializer(rows, many=True, context=self.context).data
+
+    def get_url(self, run: Run) -> str:
+        return str(self.context["run_url"](run.run_id))
+
+
+def _json_bytes(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {key: _json_bytes(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_bytes(item) for item in value]
+    return value
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    """One message of a run's history, at its position."""
+
+    message = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RunMessage
+        fields = ["index", "role", "message"]
+        read_only_fields = fields
+
+    @extend_schema_field(MESSAGE_SCHEMA)
+    def get_message(self, row: RunMessage) -> Any:
+        return _json_bytes(decode_json(row.data))
+
+
+class RunLinkSerializer(serializers.Serializer):
+    """Where to follow a run that is moving on in the background."""
+
+    runId = serializers.CharField()
+    detail = serializers.CharField()
+    resumeQueued = serializers.BooleanField()
+    statusUrl = serializers.URLField()
+
+
+class VerdictResultSerializer(RunLinkSerializer):
+    decided = ApprovalSerializer(many=True)
+
+
+class ErrorItemSerializer(serializers.Serializer):
+    field = serializers.CharField(help_text="The input the problem is about.")
+    message = serializers.CharField()
+    index = serializers.IntegerField(
+        required=False, help_text="The verdict's position."
+    )
+    approvalId = serializers.CharField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error body."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = ErrorItemSerializer(many=True, required=False)

@@ -1,0 +1,61 @@
+"""The API's routes: ``path("api/deuz/", include("deuz_django.api.urls"))``.
+
+Any other path under the prefix answers with a JSON 404, so clients never get an HTML page.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from ..sse import run_stream
+from . import views
+
+app_name = "deuz"
+
+SCHEMA_SETTINGS = {
+    "TITLE": "Deuz API",
+    "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
+    "approvals, signed verdicts and resume.",
+    "VERSION": "1",
+    "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "deuz_django.models.RunStatus",
+        "ApprovalStatusEnum": "deuz_django.models.ApprovalStatus",
+    },
+}
+
+
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    return JsonResponse(
+        {"detail": "No such endpoint.", "code": "not_found"}, status=404
+    )
+
+
+urlpatterns = [
+    path("runs/", views.RunListView.as_view(), name="run-list"),
+    path("runs/<str:runId>/", views.RunDetailView.as_view(), name="run-detail"),
+    path(
+        "runs/<str:runId>/messages/",
+        views.RunMessagesView.as_view(),
+        name="run-messages",
+    ),
+    path(
+        "runs/<str:runId>/verdicts/",
+        views.RunVerdictsView.as_view(),
+        name="run-verdicts",
+    ),
+    path("runs/<str:runId>/resume/", views.RunResumeView.as_view(), name="run-resume"),
+    # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.sse.
+    path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
+    path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(custom_settings=SCHEMA_SETTINGS),
+        name="schema",
+    ),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="deuz:schema"), name="docs"),
+    re_path(r"^(?P<rest>.*)$", not_found),
+]

@@ -1,0 +1,267 @@
+"""The REST endpoints: runs, their messages, approvals, verdicts, resume, and starting runs.
+
+Views are thin: :mod:`deuz_django.services` does the work and
+:mod:`deuz_django.permissions` decides who may. Runs are looked up through
+``Run.objects.for_user``, so a run the user may not see is a 404. Legs never run in the
+request: starting or resuming queues a task (``django.tasks``) and answers at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Prefetch, QuerySet
+from django.http import QueryDict
+from django.urls import reverse
+from rest_framework import generics, status
+from rest_framework.metadata import SimpleMetadata
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ..exceptions import RunBusy, RunNotFound, RunNotResumable
+from ..models import Approval, ApprovalStatus, Run, RunMessage
+from ..services import claim_resume, decide_approval, start_run
+from ..tasks import enqueue_claimed_leg, enqueue_resume
+from . import docs
+from .batches import check_batch, read_batch
+from .exceptions import Conflict, exception_handler
+from .pagination import DeuzPagination
+from .parsers import LimitedJSONParser
+from .permissions import CanResumeRun, CanViewRun, IsActiveUser
+from .serializers import (
+    ApprovalFilterSerializer,
+    ApprovalSerializer,
+    MessageSerializer,
+    ResumeSerializer,
+    RunFilterSerializer,
+    RunSerializer,
+    StartRunSerializer,
+)
+from .throttling import DeuzRateThrottle
+
+
+class DeuzMetadata(SimpleMetadata):
+    """``OPTIONS`` names the endpoint; its bodies are described by the OpenAPI schema."""
+
+    def determine_actions(self, request: Request, view: Any) -> dict[str, Any]:
+        return {}
+
+
+class DeuzAPIView(generics.GenericAPIView):
+    """Policies every endpoint shares: JSON only, signed-in users, the Deuz error shape."""
+
+    permission_classes = [IsActiveUser, CanViewRun]
+    renderer_classes = [JSONRenderer]
+    parser_classes = [LimitedJSONParser]
+    pagination_class = DeuzPagination
+    metadata_class = DeuzMetadata
+
+    def get_throttles(self) -> list[Any]:
+        return [*super().get_throttles(), DeuzRateThrottle()]
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "run_url": self.run_url}
+
+    def run_url(self, run_id: str) -> str:
+        namespace = self.request.resolver_match.namespace
+        path = reverse(f"{namespace}:run-detail", kwargs={"runId": run_id})
+        return self.request.build_absolute_uri(path)
+
+    def visible_runs(self) -> QuerySet[Run]:
+        pending = Approval.objects.filter(status=ApprovalStatus.PENDING)
+        return (
+            Run.objects.for_user(self.request.user)
+            .roots()
+            .select_related("owner")
+            .prefetch_related(
+                Prefetch(
+                    "approvals",
+                    queryset=pending.select_related("run", "decided_by"),
+                    to_attr="pending_rows",
+                )
+            )
+        )
+
+    def get_run(self) -> Run:
+        """The run named in the URL, if the user may see it (and pass the object checks)."""
+        run_id = self.kwargs["runId"]
+        run = self.visible_runs().filter(run_id=run_id).first()
+        if run is None:
+            raise RunNotFound(f"No run '{run_id}'.")
+        self.check_object_permissions(self.request, run)
+        return run
+
+    def read(self, serializer_class: Any, data: Any) -> dict[str, Any]:
+        if isinstance(data, QueryDict):
+            # As plain values: a QueryDict would make "?status=" mean "no status".
+            data = data.dict()
+        serializer = serializer_class(data=data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def link(self, run: Run, detail: str, *, queued: bool, **extra: Any) -> Response:
+        """Where to follow the run: 202 when a leg was queued for it, 200 otherwise."""
+        url = self.run_url(run.run_id)
+        body = {"runId": run.run_id, "detail": detail, "resumeQueued": queued}
+        return Response(
+            {**body, "statusUrl": url, **extra},
+            status=status.HTTP_202_ACCEPTED if queued else status.HTTP_200_OK,
+            headers={"Location": url} if queued else None,
+        )
+
+
+class RunListView(DeuzAPIView):
+    serializer_class = RunSerializer
+
+    def get_queryset(self) -> QuerySet[Run]:
+        filters = self.read(RunFilterSerializer, self.request.query_params)
+        return self.visible_runs().filter(**filters)
+
+    @docs.list_runs
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @docs.start_run
+    def post(self, request: Request) -> Response:
+        data = self.read(StartRunSerializer, request.data)
+        run_id = data.get("runId")
+        if run_id and Run.objects.filter(run_id=run_id).exists():
+            raise Conflict(f"Run '{run_id}' already exists.", code="run_exists")
+        try:
+            run = start_run(
+                agent=data["agent"],
+                messages=data["history"],
+                owner=request.user,
+                run_id=run_id,
+                title=data.get("title", ""),
+            )
+        except IntegrityError:
+            raise Conflict(
+                f"Run '{run_id}' already exists.", code="run_exists"
+            ) from None
+        enqueue_resume(run.run_id)
+        run = self.visible_runs().get(pk=run.pk)
+        url = self.run_url(run.run_id)
+        return Response(
+            self.get_serializer(run).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": url},
+        )
+
+
+class RunDetailView(DeuzAPIView):
+    serializer_class = RunSerializer
+
+    @docs.get_run
+    def get(self, request: Request, runId: str) -> Response:
+        return Response(self.get_serializer(self.get_run()).data)
+
+
+class RunMessagesView(DeuzAPIView):
+    serializer_class = MessageSerializer
+
+    def get_queryset(self) -> QuerySet[RunMessage]:
+        return RunMessage.objects.filter(run=self.get_run()).order_by("index")
+
+    @docs.list_messages
+    def get(self, request: Request, runId: str) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class ApprovalListView(DeuzAPIView):
+    serializer_class = ApprovalSerializer
+
+    def get_queryset(self) -> QuerySet[Approval]:
+        filters = self.read(ApprovalFilterSerializer, self.request.query_params)
+        approvals = Approval.objects.filter(
+            run__in=Run.objects.for_user(self.request.user).roots(),
+            status=filters["status"],
+        )
+        if "runId" in filters:
+            approvals = approvals.filter(run__run_id=filters["runId"])
+        if "toolName" in filters:
+            approvals = approvals.filter(tool_name=filters["toolName"])
+        return approvals.select_related("run", "decided_by").order_by(
+            "created_at", "id"
+        )
+
+    @docs.list_approvals
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class RunVerdictsView(DeuzAPIView):
+    """Record a batch of verdicts: every one is checked before any is recorded."""
+
+    @docs.post_verdicts
+    def post(self, request: Request, runId: str) -> Response:
+        run = self.get_run()
+        batch = read_batch(request.data)
+        checked = check_batch(request.user, run, batch["verdicts"])
+        with transaction.atomic():
+            decisions = [
+                decide_approval(
+                    approval,
+                    user=request.user,
+                    approved=verdict["approved"],
+                    reason=verdict.get("reason", ""),
+                    token=verdict.get("token"),
+                )
+                for verdict, approval in checked
+            ]
+        decided = ApprovalSerializer(
+            [d.approval for d in decisions],
+            many=True,
+            context=self.get_serializer_context(),
+        ).data
+        ready = decisions[-1].run_ready
+        if ready and batch["resume"] and self._claim(run):
+            return self.link(
+                run, "Verdicts recorded; the run resumes.", queued=True, decided=decided
+            )
+        if ready and batch["resume"]:
+            waiting = "another request is resuming the run"
+        elif ready:
+            waiting = "resume the run to continue"
+        else:
+            waiting = "the run still waits for its other approvals"
+        return self.link(
+            run, f"Verdicts recorded; {waiting}.", queued=False, decided=decided
+        )
+
+    def _claim(self, run: Run) -> bool:
+        """Queue the run's continuation unless another resumer has the run already.
+
+        The verdicts are what resume it, not the deciders' resume permission: the claim
+        is the system's, as after a decision in the admin.
+        """
+        try:
+            lease = claim_resume(run.run_id)
+        except (RunBusy, RunNotResumable):
+            return False
+        enqueue_claimed_leg(lease)
+        return True
+
+
+class RunResumeView(DeuzAPIView):
+    permission_classes = [IsActiveUser, CanResumeRun]
+
+    @docs.resume_run
+    def post(self, request: Request, runId: str) -> Response:
+        run = self.get_run()
+        options = self.read(ResumeSerializer, request.data)
+        lease = claim_resume(
+            run.run_id, user=request.user, deny_remaining=options["denyRemaining"]
+        )
+        enqueue_claimed_leg(lease)
+        return self.link(
+            run, "Resume queued; the leg runs in the background.", queued=True
+        )

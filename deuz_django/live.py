@@ -1,0 +1,258 @@
+"""Live runs: journal every leg, tell readers, and drive legs in this process.
+
+Whatever starts a leg — the WebSocket, the admin, a REST call, a worker, the ``deuz``
+command — goes through the run service, which wraps the leg in a :class:`LegStream`: every
+part is journaled (:mod:`deuz_django.core.journal`) before anyone hears of it; then readers
+in this process are woken at once and other processes get a *nudge* through the channel
+layer ("run X has parts up to seq N"), at most every ``NUDGE_INTERVAL`` per run. Nudges are
+hints, never carriers: a dropped one costs latency, not parts, because readers re-read the
+journal (and poll it on silence).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from .core import AbortController, StreamPart
+from .core.journal import JournalWriter, Record
+from .journal import get_journal
+
+logger = logging.getLogger("deuz_django")
+
+NUDGE_INTERVAL = 0.1
+RECENT_RECORDS = 4096
+
+
+def run_group(run_id: str) -> str:
+    """The channel-layer group readers of ``run_id`` join (``deuz.run.<run_id>``)."""
+    return f"deuz.run.{run_id}"
+
+
+def control_group(run_id: str) -> str:
+    """Where a leg listens for ``cancel``, apart from the nudge traffic."""
+    return f"deuz.control.{run_id}"
+
+
+# -- this process's readers -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _RunFeed:
+    records: deque[Record] = field(default_factory=lambda: deque(maxlen=RECENT_RECORDS))
+    changed: asyncio.Future[None] | None = None
+    writing: bool = False  # a leg of this run is journaled by this process right now
+    last_nudge: float = 0.0
+    nudge_pending: bool = False
+
+
+class Feed:
+    """The records journaled in this process, kept briefly so local readers skip the database."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _RunFeed] = {}
+
+    def _feed(self, run_id: str) -> _RunFeed:
+        feed = self._runs.get(run_id)
+        if feed is None:
+            feed = self._runs[run_id] = _RunFeed()
+        return feed
+
+    def publish(self, run_id: str, records: Sequence[Record]) -> None:
+        feed = self._feed(run_id)
+        if feed.records and records and records[0][0] != feed.records[-1][0] + 1:
+            feed.records.clear()  # a gap (another process wrote in between): start afresh
+        feed.records.extend(records)
+        self.wake(run_id)
+
+    def wake(self, run_id: str) -> None:
+        feed = self._runs.get(run_id)
+        if feed is not None and feed.changed is not None and not feed.changed.done():
+            feed.changed.set_result(None)
+
+    def recent(self, run_id: str, after: int) -> list[Record] | None:
+        """Records after ``after`` from memory, or ``None`` when memory cannot say.
+
+        Memory is authoritative only while this process journals the run (it holds the
+        lease, so nobody else can append); otherwise an empty answer is not trusted.
+        """
+        feed = self._runs.get(run_id)
+        if feed is None or not feed.records:
+            return None
+        first, last = feed.records[0][0], feed.records[-1][0]
+        if after + 1 < first or after > last or (after == last and not feed.writing):
+            return None
+        return list(itertools.islice(feed.records, after + 1 - first, None))
+
+    def set_writing(self, run_id: str, writing: bool) -> None:
+        self._feed(run_id).writing = writing
+
+    async def wait(self, run_id: str, seconds: float) -> None:
+        """Until something is published for ``run_id`` (or a nudge arrives), or ``seconds``."""
+        feed = self._feed(run_id)
+        if feed.changed is None or feed.changed.done():
+            feed.changed = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await asyncio.shield(feed.changed)
+
+    def forget(self, run_id: str) -> None:
+        self._runs.pop(run_id, None)
+
+
+feed = Feed()
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _keep(task: asyncio.Task[Any]) -> None:
+    """Hold a reference to a fire-and-forget task until it is done."""
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def _nudge(run_id: str, seq: int) -> None:
+    layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return  # one process: its readers were woken through the feed already
+    try:
+        await layer.group_send(
+            run_group(run_id), {"type": "run.nudge", "runId": run_id, "seq": seq}
+        )
+    except Exception:  # a full or unreachable layer only delays remote readers
+        logger.warning("deuz: nudge for run %s not delivered", run_id, exc_info=True)
+
+
+async def _publish(run_id: str, records: list[Record]) -> None:
+    """Wake local readers now; nudge other processes, throttled per run (trailing edge)."""
+    feed.publish(run_id, records)
+    state = feed._feed(run_id)
+    wait = NUDGE_INTERVAL - (time.monotonic() - state.last_nudge)
+    if wait <= 0:
+        state.last_nudge = time.monotonic()
+        await _nudge(run_id, records[-1][0])
+    elif not state.nudge_pending:
+        state.nudge_pending = True
+
+        async def trailing() -> None:
+            await asyncio.sleep(wait)
+            state.nudge_pending = False
+            state.last_nudge = time.monotonic()
+            latest = feed.recent(run_id, -1)
+            await _nudge(run_id, latest[-1][0] if latest else records[-1][0])
+
+        _keep(asyncio.ensure_future(trailing()))
+
+
+# -- one leg ------------------------------------------------------------------------------------
+
+
+class LegStream:
+    """What a leg does besides running: journal its parts and listen for ``cancel``."""
+
+    def __init__(
+        self, run_id: str, writer: JournalWriter, controller: AbortController
+    ) -> None:
+        self.run_id = run_id
+        self.writer = writer
+        self.controller = controller
+        self._listener: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, run_id: str, controller: AbortController) -> LegStream:
+        writer = await JournalWriter.open(
+            get_journal(),
+            run_id,
+            message_id=run_id,
+            on_flush=lambda records: _publish(run_id, records),
+        )
+        stream = cls(run_id, writer, controller)
+        _controllers[run_id] = controller
+        feed.set_writing(run_id, True)
+        layer = get_channel_layer()
+        if layer is not None:
+            stream._listener = asyncio.ensure_future(stream._listen(layer))
+        return stream
+
+    def add(self, part: StreamPart) -> None:
+        self.writer.add(part)
+
+    async def close(self) -> int:
+        """Journal the leg's end and stop listening; returns the sentinel's seq."""
+        try:
+            return await self.writer.close()
+        finally:
+            feed.set_writing(self.run_id, False)
+            if _controllers.get(self.run_id) is self.controller:
+                del _controllers[self.run_id]
+            if self._listener is not None:
+                self._listener.cancel()
+                await asyncio.gather(self._listener, return_exceptions=True)
+
+    async def _listen(self, layer: Any) -> None:
+        channel = await layer.new_channel("deuz.leg.")
+        group = control_group(self.run_id)
+        await layer.group_add(group, channel)
+        try:
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == "run.cancel":
+                    self.controller.abort(
+                        asyncio.CancelledError("cancelled by a client")
+                    )
+        finally:
+            await layer.group_discard(group, channel)
+
+
+# -- legs driven by this process ------------------------------------------------------------
+
+
+_legs: dict[str, asyncio.Task[None]] = {}
+_controllers: dict[str, AbortController] = {}
+
+
+def drive(run_id: str, *, deny_remaining: bool = False) -> asyncio.Task[None]:
+    """Run the next leg of ``run_id`` here, in the background (a socket may come and go).
+
+    A leg already driven by this process is returned; another process's leg makes this one
+    a no-op (the lease decides).
+    """
+    from .services import arun_leg  # the service module imports this one
+
+    running = _legs.get(run_id)
+    if running is not None and not running.done():
+        return running
+
+    async def leg() -> None:
+        try:
+            await arun_leg(run_id, deny_remaining=deny_remaining)
+        except Exception as error:
+            code = getattr(error, "code", "")
+            if code in ("run_busy", "run_not_resumable", "run_not_found"):
+                logger.info("deuz: run %s not driven here: %s", run_id, error)
+            else:
+                logger.exception("deuz: leg of run %s failed", run_id)
+        finally:
+            _legs.pop(run_id, None)
+
+    task = asyncio.ensure_future(leg())
+    _legs[run_id] = task
+    return task
+
+
+async def cancel(run_id: str) -> None:
+    """Abort the run's current leg wherever it runs (distinct from a client leaving)."""
+    local = _controllers.get(run_id)
+    if local is not None:
+        local.abort(asyncio.CancelledError("cancelled by a client"))
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_send(control_group(run_id), {"type": "run.cancel"})

@@ -1,0 +1,67 @@
+"""``manage.py demo_setup``: the demo's users and orders (safe to run again)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import Group, Permission, User
+from django.core.management.base import BaseCommand
+
+from example_project.models import Order
+
+CUSTOMER = ("customer", "customer-pass")
+STAFF = ("staff", "staff-pass")
+ORDERS = [
+    (
+        "A-1001",
+        "customer@example.com",
+        "Espresso machine",
+        Decimal("249.00"),
+        "delivered",
+    ),
+    ("A-1002", "customer@example.com", "Coffee grinder", Decimal("89.50"), "shipped"),
+    ("A-1003", "customer@example.com", "Milk frother", Decimal("39.90"), "processing"),
+]
+APPROVER_PERMISSIONS = [
+    ("deuz_django", "view_run"),
+    ("deuz_django", "view_approval"),
+    ("deuz_django", "decide_approval"),
+    ("deuz_django", "resume_run"),
+    ("example_project", "approve_refund"),
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo's customer, its finance staff member and a few orders."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        for number, email, item, total, status in ORDERS:
+            Order.objects.update_or_create(
+                number=number,
+                defaults={
+                    "customer_email": email,
+                    "item": item,
+                    "total": total,
+                    "status": status,
+                },
+            )
+        approvers, _ = Group.objects.get_or_create(name="Finance approvers")
+        approvers.permissions.set(
+            Permission.objects.get(content_type__app_label=app, codename=codename)
+            for app, codename in APPROVER_PERMISSIONS
+        )
+        self._user(*CUSTOMER, email="customer@example.com")
+        staff = self._user(*STAFF, email="staff@example.com", is_staff=True)
+        staff.groups.add(approvers)
+        self.stdout.write(
+            "Demo users (log in at http://127.0.0.1:8000/):\n"
+            f"  customer  {CUSTOMER[0]} / {CUSTOMER[1]}   — chats at /\n"
+            f"  staff     {STAFF[0]} / {STAFF[1]}      — approves refunds at /admin/\n"
+        )
+
+    def _user(self, username: str, password: str, **fields: Any) -> User:
+        user, _ = User.objects.update_or_create(username=username, defaults=fields)
+        user.set_password(password)
+        user.save()
+        return user

@@ -1,0 +1,71 @@
+"""Runs of the test agents in the states the run-service tests start from."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from deuz_django import services
+from deuz_django.models import Approval, Run
+from deuz_django.store import DjangoSessionStore, decode_message
+
+PROMPT = [{"role": "user", "content": "Refund order A-1 and email Ann."}]
+
+
+def suspended(agent: str = "gated", owner: Any = None) -> Run:
+    """A run after its first leg, suspended on its gated calls."""
+    run = services.start_run(agent=agent, messages=PROMPT, owner=owner)
+    outcome = services.resume_run(run.run_id)
+    assert outcome.status == "suspended", outcome
+    run.refresh_from_db()
+    return run
+
+
+def ready_to_resume(owner: Any) -> Run:
+    """A ``held`` run suspended on its one gated call, approved: ready for its next leg."""
+    run = services.start_run(agent="held", messages=PROMPT, owner=owner)
+    assert services.resume_run(run.run_id).status == "suspended"
+    services.decide_approval(approval(run, "hold"), user=owner, approved=True)
+    return run
+
+
+def approval(run: Run, tool_name: str) -> Approval:
+    return Approval.objects.select_related("run").get(run=run, tool_name=tool_name)
+
+
+def age(approval: Approval, seconds: float) -> None:
+    """Make an approval ``seconds`` old."""
+    Approval.objects.filter(pk=approval.pk).update(
+        created_at=timezone.now() - timedelta(seconds=seconds)
+    )
+    approval.refresh_from_db()
+
+
+def history(run: Run) -> list[Any]:
+    checkpoint = DjangoSessionStore().load(run.run_id)
+    assert checkpoint is not None
+    return list(checkpoint.messages)
+
+
+def tool_results(run: Run) -> dict[str, tuple[Any, bool]]:
+    """Each tool call's result in the run's history: ``{call_id: (result, is_error)}``."""
+    results = {}
+    for message in history(run):
+        for part in message.parts:
+            if hasattr(part, "tool_use_id"):
+                results[part.tool_use_id] = (part.result, bool(part.is_error))
+    return results
+
+
+def stored_rows(run: Run) -> list[tuple[int, str]]:
+    """The run's history rows as (index, role), to check none is lost or duplicated."""
+    return list(run.messages.order_by("index").values_list("index", "role"))
+
+
+def decoded(run: Run) -> list[Any]:
+    return [
+        decode_message(data, f"row {index}")
+        for index, data in run.messages.values_list("index", "data")
+    ]

@@ -1,0 +1,136 @@
+"""System checks: every misconfiguration has an id, reported by ``manage.py check``."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.routing import ProtocolTypeRouter, URLRouter
+from django.conf import settings
+from django.core.management import call_command
+from django.test import override_settings
+from django.urls import path
+
+from deuz_django import checks
+
+
+def deuz(**changes: Any) -> Any:
+    return override_settings(DEUZ={**settings.DEUZ, **changes})
+
+
+def ids(errors: list[Any]) -> list[str]:
+    return [e.id for e in errors]
+
+
+@pytest.mark.django_db
+def test_the_test_settings_pass_every_check() -> None:
+    assert [check() for check in checks.ALL] == [[], [], [], []]
+    call_command("check", "--fail-level", "ERROR")
+
+
+@pytest.mark.parametrize("secret", [None, ""])
+def test_a_missing_approval_secret_is_e001(secret: Any) -> None:
+    with deuz(APPROVAL_SECRET=secret):
+        assert ids(checks.check_approval_secret()) == ["deuz_django.E001"]
+
+
+@pytest.mark.parametrize("secret", ["short", "x" * 31, 12345])
+def test_a_weak_approval_secret_is_e002(secret: Any) -> None:
+    with deuz(APPROVAL_SECRET=secret):
+        assert ids(checks.check_approval_secret()) == ["deuz_django.E002"]
+
+
+def not_an_agent() -> str:
+    return "nope"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "tests.django.no_such_module.agent",
+        "tests.django.agents.no_such_agent",
+        "tests.django.test_checks.not_an_agent",
+    ],
+)
+def test_an_agent_that_cannot_be_loaded_is_e003(target: str) -> None:
+    with deuz(AGENTS={**settings.DEUZ["AGENTS"], "bad": target}):
+        errors = checks.check_agents()
+    assert ids(errors) == ["deuz_django.E003"]
+    assert "'bad'" in errors[0].msg
+
+
+class DeuzLikeConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    pass
+
+
+DeuzLikeConsumer.__module__ = "deuz_django.consumers"
+
+
+class OtherConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+    pass
+
+
+routed = types.ModuleType("routed")
+routed.deuz = ProtocolTypeRouter(  # type: ignore[attr-defined]
+    {
+        "websocket": URLRouter(
+            [path("ws/", URLRouter([path("x/", DeuzLikeConsumer.as_asgi())]))]
+        )
+    }
+)
+routed.other = ProtocolTypeRouter(  # type: ignore[attr-defined]
+    {"websocket": URLRouter([path("ws/", OtherConsumer.as_asgi())])}
+)
+
+
+def test_the_project_asgi_application_routes_the_deuz_consumer() -> None:
+    from django.utils.module_loading import import_string
+
+    assert checks.routes_deuz_consumer(import_string(settings.ASGI_APPLICATION))
+
+
+def test_a_routed_consumer_without_a_channel_layer_is_e004(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "routed", routed)
+    with override_settings(CHANNEL_LAYERS={}):
+        with override_settings(ASGI_APPLICATION="routed.deuz"):
+            assert ids(checks.check_channel_layer()) == ["deuz_django.E004"]
+        with override_settings(ASGI_APPLICATION="routed.other"):
+            assert checks.check_channel_layer() == []
+        with override_settings(ASGI_APPLICATION=None):
+            assert checks.check_channel_layer() == []
+    with override_settings(ASGI_APPLICATION="routed.deuz"):
+        assert checks.check_channel_layer() == []  # the test settings have a layer
+
+
+@pytest.mark.parametrize(
+    "tasks",
+    [
+        {"default": {"BACKEND": "django.tasks.backends.dummy.DummyBackend"}},
+        {
+            "default": {
+                "BACKEND": "django.tasks.backends.immediate.ImmediateBackend",
+                "QUEUES": ["other"],
+            }
+        },
+        {"default": {"BACKEND": "no.such.Backend"}},
+    ],
+    ids=["dummy", "queue-missing", "unimportable"],
+)
+def test_a_task_backend_that_cannot_run_the_resume_task_is_e005(
+    tasks: dict[str, Any],
+) -> None:
+    with override_settings(TASKS=tasks):
+        assert ids(checks.check_task_backend()) == ["deuz_django.E005"]
+
+
+def test_the_database_task_backend_can_run_the_resume_task() -> None:
+    with override_settings(
+        TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    ):
+        assert checks.check_task_backend() == []

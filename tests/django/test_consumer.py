@@ -1,0 +1,286 @@
+"""The consumer's protocol through channels' WebsocketCommunicator (no server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from deuz_django.consumers import BURST, MAX_FRAME_BYTES
+from deuz_django.models import Approval, ApprovalStatus, Run
+from deuz_django.routing import websocket_urlpatterns
+
+pytestmark = pytest.mark.django_db(transaction=True)
+Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
+
+
+@pytest.fixture
+async def connect() -> AsyncIterator[Connect]:
+    opened: list[WebsocketCommunicator] = []
+
+    async def open_as(user: Any) -> WebsocketCommunicator:
+        communicator = WebsocketCommunicator(
+            URLRouter(websocket_urlpatterns), "/ws/deuz/"
+        )
+        communicator.scope["user"] = user
+        connected, _ = await communicator.connect()
+        assert connected
+        opened.append(communicator)
+        return communicator
+
+    yield open_as
+    for communicator in opened:
+        await communicator.disconnect()
+
+
+async def until(
+    ws: WebsocketCommunicator, predicate: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    seen = []
+    while True:
+        frame = await ws.receive_json_from(timeout=5)
+        seen.append(frame)
+        if predicate(frame):
+            return seen
+
+
+def is_final_done(frame: dict[str, Any]) -> bool:
+    return frame.get("type") == "done"
+
+
+@pytest.fixture
+async def ann(make_user: Any) -> Any:
+    return await sync_to_async(make_user)("ann")
+
+
+async def test_anonymous_sockets_are_closed_with_4401(connect: Connect) -> None:
+    ws = await connect(AnonymousUser())
+    output = await ws.receive_output(timeout=2)
+    assert output == {
+        "type": "websocket.close",
+        "code": 4401,
+        "reason": "authentication required",
+    }
+
+
+async def test_start_streams_every_part_in_seq_order_then_done(
+    connect: Connect, ann: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
+    frames = await until(ws, is_final_done)
+    started = frames[0]
+    assert started["type"] == "started"
+    parts = [f for f in frames if "part" in f]
+    assert [f["seq"] for f in parts] == list(range(len(parts)))
+    assert parts[0]["part"] == {"type": "start", "messageId": started["runId"]}
+    assert [p["part"]["type"] for p in parts][-2:] == ["step-finish", "finish"]
+    assert frames[-1] == {"type": "done", "runId": started["runId"], "seq": len(parts)}
+
+
+async def test_subscribe_replays_only_what_follows_last_seq(
+    connect: Connect, ann: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
+    first = await until(ws, is_final_done)
+    run_id = first[0]["runId"]
+    again = await connect(ann)
+    await again.send_json_to({"type": "subscribe", "runId": run_id, "lastSeq": 10})
+    replay = await until(again, is_final_done)
+    assert (
+        replay[0] == {"type": "subscribed", "runId": run_id, "status": "completed"}
+        or replay[0]["seq"] == 11
+    )
+    seqs = [f["seq"] for f in replay if "seq" in f]
+    assert seqs == list(range(11, first[-1]["seq"] + 1))
+
+
+async def test_an_approval_answered_on_the_socket_resumes_the_run(
+    connect: Connect, ann: Any, effects: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "asker", "text": "email ann"})
+    frames = await until(ws, is_final_done)
+    request = next(
+        f["part"]
+        for f in frames
+        if f.get("part", {}).get("type") == "tool-approval-request"
+    )
+    run_id = frames[0]["runId"]
+    await ws.send_json_to(
+        {
+            "type": "approval-response",
+            "runId": run_id,
+            "approvalId": request["approvalId"],
+            "approved": True,
+            "token": request["token"],
+        }
+    )
+    later = await until(ws, is_final_done)
+    recorded = next(f for f in later if f.get("type") == "approval-recorded")
+    assert recorded == {
+        "type": "approval-recorded",
+        "runId": run_id,
+        "approvalId": "m1",
+        "status": "approved",
+        "resuming": True,
+    }
+    assert any(f.get("part", {}).get("type") == "tool-result" for f in later)
+    assert effects() == ["send_email:ann@example.com"]
+
+
+async def test_a_forged_token_is_refused_and_nothing_is_recorded(
+    connect: Connect, ann: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "asker", "text": "email ann"})
+    frames = await until(ws, is_final_done)
+    run_id = frames[0]["runId"]
+    await ws.send_json_to(
+        {
+            "type": "approval-response",
+            "runId": run_id,
+            "approvalId": "m1",
+            "approved": True,
+            "token": "v1.e30.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        }
+    )
+    error = await ws.receive_json_from(timeout=5)
+    assert error["type"] == "error"
+    assert error["code"] == "invalid_verdict"
+    assert "v1.e30" not in error["message"]  # a token is never echoed
+    status = await Approval.objects.values_list("status", flat=True).aget(
+        approval_id="m1"
+    )
+    assert status == ApprovalStatus.PENDING
+
+
+async def test_another_users_run_is_not_found(
+    connect: Connect, ann: Any, make_user: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
+    run_id = (await until(ws, is_final_done))[0]["runId"]
+    eve = await connect(await sync_to_async(make_user)("eve"))
+    for frame in (
+        {"type": "subscribe", "runId": run_id},
+        {"type": "cancel", "runId": run_id},
+        {
+            "type": "approval-response",
+            "runId": run_id,
+            "approvalId": "x",
+            "approved": False,
+        },
+    ):
+        await eve.send_json_to(frame)
+        answer = await eve.receive_json_from(timeout=5)
+        assert (answer["code"], answer["message"]) == (
+            "not_found",
+            f"no run '{run_id}'",
+        )
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "words"),
+    [
+        ("{not json", "bad_json", "not valid JSON"),
+        ("[1, 2]", "bad_frame", "JSON object"),
+        ('{"type": "dance"}', "unknown_type", "unknown frame type 'dance'"),
+        ('{"type": "start"}', "missing_field", "'agent' is required"),
+        (
+            '{"type": "start", "agent": "scripted"}',
+            "missing_field",
+            "exactly one of 'text' or 'messages'",
+        ),
+        (
+            '{"type": "start", "agent": 5, "text": "x"}',
+            "invalid_field",
+            "'agent' must be a string",
+        ),
+        (
+            '{"type": "start", "agent": "nope", "text": "x"}',
+            "unknown_agent",
+            "Unknown agent 'nope'",
+        ),
+        (
+            '{"type": "start", "agent": "scripted", "messages": [{"role": "robot"}]}',
+            "invalid_field",
+            "messages[0].role",
+        ),
+        (
+            '{"type": "subscribe", "runId": "../etc"}',
+            "invalid_field",
+            "'runId' must be",
+        ),
+        (
+            '{"type": "subscribe", "runId": "r", "lastSeq": "3"}',
+            "invalid_field",
+            "'lastSeq' must be an integer",
+        ),
+        (
+            '{"type": "approval-response", "runId": "r", "approvalId": "a", "approved": "yes"}',
+            "invalid_field",
+            "'approved' must be a boolean",
+        ),
+    ],
+)
+async def test_bad_frames_get_an_error_naming_the_problem_and_the_socket_stays_open(
+    connect: Connect, ann: Any, frame: str, code: str, words: str
+) -> None:
+    ws = await connect(ann)
+    await ws.send_to(text_data=frame)
+    error = await ws.receive_json_from(timeout=5)
+    assert error["type"] == "error"
+    assert error["code"] == code
+    assert words in error["message"]
+    await ws.send_to(text_data='{"type": "subscribe", "runId": "missing"}')
+    assert (await ws.receive_json_from(timeout=5))["code"] == "not_found"  # still open
+
+
+async def test_oversized_and_binary_frames_are_refused(
+    connect: Connect, ann: Any
+) -> None:
+    ws = await connect(ann)
+    await ws.send_to(
+        text_data=json.dumps(
+            {"type": "start", "agent": "scripted", "text": "x" * MAX_FRAME_BYTES}
+        )
+    )
+    assert (await ws.receive_json_from(timeout=5))["code"] == "too_large"
+    await ws.send_to(bytes_data=b"\x00\x01")
+    assert (await ws.receive_json_from(timeout=5))["code"] == "bad_frame"
+
+
+async def test_a_flood_is_throttled_not_crashed(connect: Connect, ann: Any) -> None:
+    ws = await connect(ann)
+    for _ in range(BURST + 60):
+        await ws.send_to(text_data='{"type": "unsubscribe", "runId": "r"}')
+    answer = await ws.receive_json_from(timeout=5)
+    assert answer["code"] == "rate_limited"
+    assert await ws.receive_nothing(timeout=0.2)
+    assert await sync_to_async(Run.objects.count)() == 0
+
+
+async def test_cancel_aborts_the_running_leg(
+    connect: Connect, ann: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEUZ_TEST_CHUNKS", "200")
+    monkeypatch.setenv("DEUZ_TEST_CHUNK_DELAY", "0.02")
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "streamer", "text": "go"})
+    frames = await until(ws, lambda f: f.get("part", {}).get("type") == "text-delta")
+    run_id = frames[0]["runId"]
+    await ws.send_json_to({"type": "cancel", "runId": run_id})
+    rest = await until(ws, is_final_done)
+    finish = [f["part"] for f in rest if f.get("part", {}).get("type") == "finish"]
+    assert finish
+    assert finish[-1]["finishReason"] == "aborted"
+    texts = [f for f in frames + rest if f.get("part", {}).get("type") == "text-delta"]
+    assert len(texts) < 200

@@ -1,0 +1,48 @@
+"""The database and Redis journals pass the shared stream-journal contract."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from deuz_django.journal import DatabaseJournal, RedisJournal
+from deuz_django.models import Run
+from tests.core.journal_contract import StreamJournalContract
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class TestDatabaseJournal(StreamJournalContract):
+    @pytest.fixture
+    def journal(self) -> DatabaseJournal:
+        return DatabaseJournal()
+
+    @pytest.fixture
+    async def stream_id(self) -> str:
+        run = await sync_to_async(Run.objects.create)(
+            run_id="run-journal", agent="scripted"
+        )
+        return run.run_id
+
+
+class TestRedisJournal(StreamJournalContract):
+    @pytest.fixture
+    async def journal(self) -> AsyncIterator[RedisJournal]:
+        journal = RedisJournal(prefix=f"deuz:test:{uuid.uuid4().hex}:")
+        yield journal
+        await journal.aclose()
+
+    @pytest.fixture
+    def stream_id(self) -> str:
+        return "run-journal"
+
+
+async def test_deleting_a_run_deletes_its_database_journal() -> None:
+    run = await sync_to_async(Run.objects.create)(run_id="run-gone", agent="scripted")
+    journal = DatabaseJournal()
+    await journal.append(run.run_id, [(0, "{}")])
+    await sync_to_async(run.delete)()
+    assert await DatabaseJournal().last_seq("run-gone") is None

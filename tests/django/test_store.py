@@ -1,0 +1,273 @@
+"""DjangoSessionStore: the shared store contract, and the delta writes that keep a save's
+cost flat as the history grows (DESIGN §4, §6)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+
+from deuz_django.core import Message, ToolResultPart, ToolUsePart
+from deuz_django.core.approvals import ToolApprovalRequest
+from deuz_django.models import Approval, Run, RunMessage, StreamEntry
+from deuz_django.store import DjangoSessionStore
+from tests.core.durable.store_contract import SessionStoreContract, make_checkpoint
+
+WRITE = re.compile(r'^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?', re.IGNORECASE)
+
+
+class AwaitedDjangoSessionStore(DjangoSessionStore):
+    """The contract calls ``save``/``load``/``delete``/``list`` and awaits what they
+    return; Django's ORM may not run on the event loop's thread, so here each returns its
+    thread-run twin (the loop calls ``asave``/``aload``, which are the same)."""
+
+    def save(self, checkpoint: Any) -> Any:  # type: ignore[override]
+        return sync_to_async(DjangoSessionStore.save)(self, checkpoint)
+
+    def load(self, run_id: str) -> Any:  # type: ignore[override]
+        return sync_to_async(DjangoSessionStore.load)(self, run_id)
+
+    def delete(self, run_id: str) -> Any:  # type: ignore[override]
+        return sync_to_async(DjangoSessionStore.delete)(self, run_id)
+
+    def list(self) -> Any:  # type: ignore[override]
+        return sync_to_async(DjangoSessionStore.list)(self)
+
+    asave, aload, adelete, alist = save, load, delete, list
+
+
+@pytest.mark.django_db(transaction=True)
+class TestDjangoSessionStore(SessionStoreContract):
+    @pytest.fixture
+    async def store(self) -> Any:
+        yield AwaitedDjangoSessionStore()
+        # The worker thread's connection, which the test database must not outlive.
+        await sync_to_async(connections.close_all)()
+
+
+def turn(step: int) -> tuple[Message, Message]:
+    """One step's worth of history: a tool call and its ~1 KB result."""
+    call_id = f"call_{step}"
+    return (
+        Message("assistant", (ToolUsePart(call_id, "lookup", {"step": step}),)),
+        Message("tool", (ToolResultPart(call_id, "x" * 1000),)),
+    )
+
+
+def histories(steps: int) -> Iterator[tuple[int, tuple[Message, ...]]]:
+    """The growing history of a run, one step at a time, sharing its prefix objects."""
+    history: tuple[Message, ...] = (Message("user", "Go."),)
+    for step in range(1, steps + 1):
+        history = (*history, *turn(step))
+        yield step, history
+
+
+def writes(queries: CaptureQueriesContext) -> list[tuple[str, str]]:
+    """The writing statements a save issued, as (verb, table)."""
+    found = []
+    for query in queries.captured_queries:
+        match = WRITE.match(query["sql"])
+        if match:
+            found.append((match[1].split()[0].upper(), match[2]))
+    return found
+
+
+def row_ids() -> dict[int, int]:
+    return dict(RunMessage.objects.values_list("index", "pk"))
+
+
+@pytest.mark.django_db
+def test_a_save_writes_the_run_row_and_only_the_new_messages_at_any_length() -> None:
+    store = DjangoSessionStore()
+    seen: dict[int, list[tuple[str, str]]] = {}
+    for step, history in histories(120):
+        before = row_ids()
+        with CaptureQueriesContext(connection) as queries:
+            store.save(make_checkpoint("run-delta", step, messages=history))
+        after = row_ids()
+        if step in (10, 120):
+            seen[step] = writes(queries)
+            assert (
+                len(queries.captured_queries) <= 4
+            )  # savepoint, update, insert, release
+        if step > 1:
+            # The stored prefix is untouched: no row was rewritten, two were added.
+            assert {i: after[i] for i in before} == before
+            assert len(after) - len(before) == 2
+    assert (
+        seen[10]
+        == seen[120]
+        == [
+            ("UPDATE", "deuz_django_run"),
+            ("INSERT", "deuz_django_runmessage"),
+        ]
+    )
+
+
+@pytest.mark.django_db
+def test_a_rewritten_history_is_rewritten_from_the_first_changed_message() -> None:
+    # prepare_step may edit earlier messages: everything from the first change is rewritten.
+    store = DjangoSessionStore()
+    *_, (_, history) = histories(5)
+    store.save(make_checkpoint("run-edit", 5, messages=history))
+    before = row_ids()
+    edited = (*history[:3], Message("tool", "summarised"), *history[4:], *turn(6))
+    with CaptureQueriesContext(connection) as queries:
+        store.save(make_checkpoint("run-edit", 6, messages=edited))
+    after = row_ids()
+    assert writes(queries) == [
+        ("UPDATE", "deuz_django_run"),
+        ("DELETE", "deuz_django_runmessage"),
+        ("INSERT", "deuz_django_runmessage"),
+    ]
+    assert {i: after[i] for i in range(3)} == {i: before[i] for i in range(3)}
+    assert all(after[i] != before[i] for i in range(3, len(history)))
+    loaded = DjangoSessionStore().load("run-edit")
+    assert loaded is not None
+    assert loaded.messages == edited
+
+
+@pytest.mark.django_db
+def test_a_shorter_history_drops_the_stored_tail() -> None:
+    store = DjangoSessionStore()
+    *_, (_, history) = histories(4)
+    store.save(make_checkpoint("run-short", 4, messages=history))
+    store.save(make_checkpoint("run-short", 5, messages=history[:3]))
+    assert RunMessage.objects.count() == 3
+    loaded = DjangoSessionStore().load("run-short")
+    assert loaded is not None
+    assert loaded.messages == history[:3]
+
+
+@pytest.mark.django_db
+def test_a_store_without_memory_of_the_run_finds_the_unchanged_prefix_by_digest() -> (
+    None
+):
+    # Another process (or a fresh store) saves the next step: only the new rows are written.
+    *_, (_, history) = histories(3)
+    DjangoSessionStore().save(make_checkpoint("run-fresh", 3, messages=history))
+    before = row_ids()
+    longer = (*history, *turn(4))
+    with CaptureQueriesContext(connection) as queries:
+        DjangoSessionStore().save(make_checkpoint("run-fresh", 4, messages=longer))
+    after = row_ids()
+    assert {i: after[i] for i in before} == before
+    assert len(after) == len(longer)
+    assert ("DELETE", "deuz_django_runmessage") not in writes(queries)
+
+
+@pytest.mark.django_db
+def test_a_store_notices_that_another_writer_changed_the_run() -> None:
+    # The remembered history is trusted only while the row's message count agrees.
+    mine, theirs = DjangoSessionStore(), DjangoSessionStore()
+    *_, (_, history) = histories(2)
+    mine.save(make_checkpoint("run-shared", 2, messages=history))
+    theirs.load("run-shared")
+    other = (*history, Message("user", "from elsewhere"))
+    theirs.save(make_checkpoint("run-shared", 3, messages=other))
+    final = (*history, *turn(3))
+    mine.save(make_checkpoint("run-shared", 4, messages=final))
+    loaded = DjangoSessionStore().load("run-shared")
+    assert loaded is not None
+    assert loaded.messages == final
+
+
+@pytest.mark.django_db
+def test_saving_a_run_deleted_meanwhile_recreates_it() -> None:
+    store = DjangoSessionStore()
+    store.save(make_checkpoint("run-again"))
+    DjangoSessionStore().delete("run-again")
+    store.save(make_checkpoint("run-again", 2))
+    loaded = DjangoSessionStore().load("run-again")
+    assert loaded is not None
+    assert loaded.step_index == 2
+
+
+@pytest.mark.django_db
+def test_a_sub_millisecond_checkpoint_time_round_trips() -> None:
+    # Deps.clock may return fractional milliseconds; the row keeps them.
+    precise = replace(make_checkpoint("run-clock"), created_at=1_700_000_000_123.25)
+    DjangoSessionStore().save(precise)
+    loaded = DjangoSessionStore().load("run-clock")
+    assert loaded is not None
+    assert loaded.to_json() == precise.to_json()
+
+
+def pending(run_id: str, *ids: str) -> tuple[ToolApprovalRequest, ...]:
+    return tuple(
+        ToolApprovalRequest(
+            approval_id=i, tool_call_id=i, tool_name="pay", input={"usd": 1}, token="t"
+        )
+        for i in ids
+    )
+
+
+@pytest.mark.django_db
+def test_a_suspended_root_checkpoint_records_one_approval_row_per_pending_call() -> (
+    None
+):
+    store = DjangoSessionStore()
+    for step in (1, 2):
+        store.save(
+            make_checkpoint(
+                "run-gate",
+                step,
+                status="suspended",
+                pending_approvals=pending("run-gate", "a1", "a2"),
+            )
+        )
+    store.save(
+        make_checkpoint(
+            "run-gate::helper#c1",
+            1,
+            status="suspended",
+            pending_approvals=pending("run-gate", "a3"),
+        )
+    )
+    rows = Approval.objects.order_by("approval_id")
+    assert [(a.run.run_id, a.approval_id, a.status) for a in rows] == [
+        ("run-gate", "a1", "pending"),
+        ("run-gate", "a2", "pending"),
+    ]
+
+
+@pytest.mark.django_db
+def test_deleting_a_run_removes_its_history_approvals_journal_and_children() -> None:
+    store = DjangoSessionStore()
+    store.save(
+        make_checkpoint(
+            "run-del", status="suspended", pending_approvals=pending("run-del", "a1")
+        )
+    )
+    store.save(make_checkpoint("run-del::helper#c1"))
+    store.save(make_checkpoint("run-del::helper#c1::deeper#c2"))
+    store.save(make_checkpoint("run-kept"))
+    StreamEntry.objects.create(run=Run.objects.get(run_id="run-del"), seq=0, part="{}")
+    child = Run.objects.get(run_id="run-del::helper#c1")
+    assert child.parent is not None
+    assert child.parent.run_id == "run-del"
+    store.delete("run-del")
+    assert list(Run.objects.values_list("run_id", flat=True)) == ["run-kept"]
+    assert RunMessage.objects.filter(run__run_id="run-kept").count() == 1
+    assert RunMessage.objects.count() == 1
+    assert not Approval.objects.exists()
+    assert not StreamEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_sub_agent_run_inherits_its_parents_agent_and_owner(make_user: Any) -> None:
+    owner = make_user("ann")
+    Run.objects.create(run_id="run-own", agent="nested", owner=owner)
+    DjangoSessionStore().save(make_checkpoint("run-own::researcher#p1"))
+    child = Run.objects.get(run_id="run-own::researcher#p1")
+    assert (child.agent, child.owner, child.parent_id) == (
+        "nested",
+        owner,
+        Run.objects.get(run_id="run-own").pk,
+    )

@@ -1,0 +1,103 @@
+"""Background resume through ``django.tasks``: the immediate backend in development and
+tests, django-tasks-db and its ``db_worker`` in production (RECIPES.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.tasks import TaskResultStatus
+from django.test import override_settings
+
+from deuz_django import leases, services
+from deuz_django.tasks import enqueue_claimed_leg, enqueue_resume, resume_run_task
+
+from .agents import TOOL_PERMISSION
+from .processes import run_manage
+from .run_support import approval, suspended
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ann(make_user: Callable[..., Any]) -> Any:
+    return make_user("ann", TOOL_PERMISSION)  # may deny (not approve) her refunds
+
+
+def decide_all(run: Any, user: Any) -> services.Decision:
+    services.decide_approval(approval(run, "send_email"), user=user, approved=True)
+    return services.decide_approval(approval(run, "refund"), user=user, approved=False)
+
+
+def test_the_immediate_backend_resumes_the_run_after_its_last_decision(
+    ann: Any, effects: Callable[[], list[str]]
+) -> None:
+    run = suspended(owner=ann)
+    decision = decide_all(run, ann)
+    assert decision.run_ready
+    result = enqueue_resume(run.run_id)
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == {
+        "runId": run.run_id,
+        "status": "completed",
+        "finishReason": "stop",
+        "pendingApprovals": 0,
+        "error": None,
+    }
+    assert effects() == ["send_email:ann@example.com"]
+
+
+def test_a_queued_resume_of_a_busy_or_waiting_run_reports_instead_of_failing(
+    ann: Any,
+) -> None:
+    run = suspended(owner=ann)
+    waiting = enqueue_resume(run.run_id).return_value
+    assert waiting["status"] == "not-resumable"
+    assert "still waits for a verdict" in waiting["detail"]
+    lease = leases.acquire(run.run_id)
+    assert enqueue_resume(run.run_id, deny_remaining=True).return_value == {
+        "runId": run.run_id,
+        "status": "busy",
+    }
+    leases.release(lease)
+    assert enqueue_resume(run.run_id, deny_remaining=True).return_value["status"] == (
+        "completed"
+    )
+
+
+def test_a_claimed_leg_runs_in_the_task_under_the_handed_over_lease(ann: Any) -> None:
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    lease = services.claim_resume(run.run_id, user=ann)
+    result = enqueue_claimed_leg(lease)
+    assert result.return_value["status"] == "completed"
+    run.refresh_from_db()
+    assert run.lease_owner == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_django_tasks_db_queues_the_resume_for_db_worker(
+    ann: Any, effects: Callable[[], list[str]]
+) -> None:
+    from django_tasks_db.models import DBTaskResult
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    with override_settings(
+        TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    ):
+        queued = resume_run_task.enqueue(run.run_id)
+    assert queued.status == TaskResultStatus.READY
+    run.refresh_from_db()
+    assert run.status == "suspended"  # nothing ran in this process
+    worker = run_manage(
+        "db_worker", "--batch", "--no-startup-delay", "--no-reload", DEUZ_TASKS="db"
+    )
+    assert worker.returncode == 0, worker.stderr
+    done = DBTaskResult.objects.get(pk=queued.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.return_value["status"] == "completed"
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert effects() == ["send_email:ann@example.com"]
