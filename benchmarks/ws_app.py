@@ -11,13 +11,16 @@ import asyncio
 import json
 from urllib.parse import parse_qs
 
-from channels.auth import AuthMiddlewareStack
-from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.routing import ProtocolTypeRouter, URLRouter
-from django.urls import path
+from example_project import asgi
 
-from deuz_django.routing import websocket_urlpatterns
-from example_project.asgi import django_application
+django_application = asgi.django_application  # importing asgi set Django up
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from deuz_django.routing import websocket_urlpatterns  # noqa: E402
 
 
 class BareConsumer(AsyncWebsocketConsumer):

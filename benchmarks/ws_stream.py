@@ -78,19 +78,25 @@ async def open_ws(server: Server, path: str, cookie: str) -> ClientConnection:
     )
 
 
-async def drain(ws: ClientConnection) -> tuple[set[int], float | None]:
+async def drain(
+    ws: ClientConnection, *, text_only: bool = False
+) -> tuple[set[int], float | None]:
     """Frames until the run's last ``done`` (the one after a ``finish`` that stopped);
-    returns the seqs seen and when the first part arrived. Frames are not JSON-decoded:
+    returns the seqs seen and when the first part (or first text delta) arrived. Frames are
+    not JSON-decoded:
     the client must not be what limits the measurement."""
     seqs: set[int] = set()
     first: float | None = None
     last_finish = False
     async for message in ws:
         assert isinstance(message, str)
+        if '"seq":' not in message:
+            continue  # started / subscribed
         head = message[: message.find(',"part"')] if '"part"' in message else message
         seq = int(head[head.rfind('"seq":') + 6 :].split(",")[0].rstrip("}"))
         if '"part"' in message:
-            first = first or time.perf_counter()
+            if first is None and (not text_only or '"text-delta"' in message):
+                first = time.perf_counter()
             seqs.add(seq)
             last_finish = '"type":"finish"' in message
         elif '"type":"done"' in message:
@@ -173,39 +179,49 @@ async def first_part_latencies(
 
 
 async def concurrent_runs(
-    server: Server, cookie: str, runs: int, seconds: float
+    server: Server, cookie: str, runs: int, seconds: float, *, ramp: float = 2.0
 ) -> dict[str, Any]:
-    """``runs`` runs streaming 50 parts/s each for ``seconds``; one client per run."""
+    """``runs`` runs each streaming 50 parts/s for ``seconds``, one client per run, started
+    over ``ramp`` seconds (not all in one instant: a thundering herd of starts measures the
+    start path, not streaming). Sustained: every part arrives and each run's stream — first
+    part to last — takes at most 10 % longer than the model takes to produce it."""
     sockets = [await open_ws(server, "/ws/deuz/", cookie) for _ in range(runs)]
-    t0 = time.perf_counter()
-    for ws in sockets:
+
+    async def one(index: int, ws: ClientConnection) -> tuple[int, int, float]:
+        await asyncio.sleep(ramp * index / runs)
         await ws.send(json.dumps({"type": "start", "agent": "streamer", "text": "go"}))
-
-    async def one(ws: ClientConnection) -> tuple[int, int, float]:
         await started(ws)
-        seqs, _ = await drain(ws)
-        return len(seqs), max(seqs) + 1, time.perf_counter() - t0
+        seqs, first = await drain(ws, text_only=True)
+        assert first is not None
+        return len(seqs), max(seqs) + 1, time.perf_counter() - first
 
-    results = await asyncio.gather(*(one(ws) for ws in sockets))
+    t0 = time.perf_counter()
+    results = await asyncio.gather(*(one(i, ws) for i, ws in enumerate(sockets)))
+    elapsed = time.perf_counter() - t0
     for ws in sockets:
         await ws.close()
-    durations = [d for _, _, d in results]
+    streams = [d for _, _, d in results]
+    p95 = statistics.quantiles(streams, n=20)[-1] if runs > 1 else streams[0]
     lost = sum(expected - got for got, expected, _ in results)
     return {
         "runs": runs,
-        "parts/s delivered": sum(got for got, _, _ in results) / max(durations),
-        "p95 run seconds": statistics.quantiles(durations, n=20)[-1]
-        if runs > 1
-        else durations[0],
-        "nominal seconds": seconds,
+        "parts/s delivered": sum(got for got, _, _ in results) / elapsed,
+        "p95 stream seconds": p95,
+        "model seconds": seconds,
         "lost": lost,
-        "sustained": lost == 0 and max(durations) <= seconds * 1.25,
+        "sustained": lost == 0 and p95 <= seconds * 1.1,
     }
 
 
 def site_for(tmp: Path, chunks: int, delay: float) -> LiveSite:
     tmp.mkdir(parents=True, exist_ok=True)
-    return LiveSite(tmp, DEUZ_TEST_CHUNKS=str(chunks), DEUZ_TEST_CHUNK_DELAY=str(delay))
+    # DEBUG off, as in production (Django would keep a log of every query otherwise).
+    return LiveSite(
+        tmp,
+        DEUZ_TEST_CHUNKS=str(chunks),
+        DEUZ_TEST_CHUNK_DELAY=str(delay),
+        DJANGO_DEBUG="0",
+    )
 
 
 async def main(quick: bool) -> dict[str, list[dict[str, Any]]]:

@@ -30,6 +30,9 @@ from .journal import get_journal
 logger = logging.getLogger("deuz_django")
 
 NUDGE_INTERVAL = 0.1
+# Appends of one leg are at least this far apart (the first is immediate): a token stream
+# becomes a few inserts and wake-ups a second instead of one per token.
+FLUSH_INTERVAL = 0.05
 RECENT_RECORDS = 4096
 
 
@@ -172,6 +175,7 @@ class LegStream:
             get_journal(),
             run_id,
             message_id=run_id,
+            flush_interval=FLUSH_INTERVAL,
             on_flush=lambda records: _publish(run_id, records),
         )
         stream = cls(run_id, writer, controller)

@@ -46,8 +46,12 @@ class Turn:
     """Accumulates the events of one model call."""
 
     text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    reasoning_signature: str | None = None
+    # Plain reasoning in blocks. A block ends with a signature-only delta (how Anthropic
+    # closes a thinking block); a model that thinks several times in a turn (interleaved
+    # thinking) must get each signed block back as it was. With one block this is R1.3.
+    reasoning: list[list[str]] = field(default_factory=list)
+    signatures: list[str | None] = field(default_factory=list)
+    block_closed: bool = True
     encrypted: list[ReasoningPart] = field(default_factory=list)
     calls: dict[str, _PendingCall] = field(default_factory=dict)
     finish_reason: FinishReason | None = None
@@ -62,12 +66,22 @@ class Turn:
         if isinstance(event, ReasoningDeltaPart):
             if event.encrypted:
                 self.encrypted.append(
-                    ReasoningPart(event.text, event.signature, encrypted=True)
+                    ReasoningPart(
+                        event.text,
+                        event.signature,
+                        encrypted=True,
+                        redacted=event.redacted,
+                    )
                 )
-            else:
-                self.reasoning.append(event.text)
-                if event.signature is not None:
-                    self.reasoning_signature = event.signature
+                return (event,)
+            if self.block_closed and (event.text or not self.reasoning):
+                self.reasoning.append([])
+                self.signatures.append(None)
+                self.block_closed = False
+            self.reasoning[-1].append(event.text)
+            if event.signature is not None:
+                self.signatures[-1] = event.signature
+                self.block_closed = not event.text
             return (event,)
         if isinstance(event, ToolCallDeltaPart):
             pending = self.calls.get(event.id)
@@ -104,7 +118,7 @@ class Turn:
 
     @property
     def reasoning_text(self) -> str:
-        return "".join(self.reasoning)
+        return "".join("".join(block) for block in self.reasoning)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(
@@ -119,10 +133,16 @@ class Turn:
         )
 
     def assistant_message(self, calls: tuple[ToolCall, ...]) -> Message:
-        """R1.3 content order: encrypted reasoning, reasoning, text, tool uses."""
+        """R1.3 content order: encrypted reasoning, reasoning, text, tool uses.
+
+        One reasoning part per signed block (the reference joins them all under the last
+        signature, which a provider verifying each block's signature would reject).
+        """
         content: list[Part] = list(self.encrypted)
-        if self.reasoning_text:
-            content.append(ReasoningPart(self.reasoning_text, self.reasoning_signature))
+        for block, signature in zip(self.reasoning, self.signatures, strict=True):
+            text = "".join(block)
+            if text:
+                content.append(ReasoningPart(text, signature))
         if self.text_value:
             content.append(TextPart(self.text_value))
         content.extend(

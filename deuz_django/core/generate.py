@@ -202,6 +202,7 @@ class StreamChatResult:
         self._task: asyncio.Task[None] | None = None
         self._outcome: asyncio.Future[GenerateTextResult] | None = None
         self._failure: BaseException | None = None
+        self._driven = False
 
     @classmethod
     def failed(
@@ -216,14 +217,26 @@ class StreamChatResult:
     # -- pulling --------------------------------------------------------------------------
 
     def _start(self) -> None:
-        if self._task is None and not self._finished and self._run is not None:
+        if (
+            self._task is None
+            and not self._driven
+            and not self._finished
+            and self._run is not None
+        ):
             self._task = asyncio.ensure_future(self._pump(self._run))
 
     async def _pump(self, run: LoopRun) -> None:
+        async for _ in self._produce(run):
+            pass
+
+    async def _produce(self, run: LoopRun) -> AsyncIterator[StreamPart]:
         try:
             async for part in run.stream():
                 self._parts.append(part)
                 self._wake()
+                yield part
+        except GeneratorExit:
+            raise
         except BaseException as error:
             self._failure = error
             raise
@@ -231,6 +244,20 @@ class StreamChatResult:
             self._finished = True
             self._wake()
             self._settle_outcome()
+
+    def drive(self) -> AsyncIterator[StreamPart]:
+        """Run the leg in the calling task and yield its parts, with no background task.
+
+        For a caller that owns the leg's lifetime (the Django run service): one task
+        switch less per part. Iterate it to the end; other readers still see every part.
+        Only before the leg started (else ``RuntimeError``).
+        """
+        if self._run is None:
+            return self._iterate()  # a leg that failed before starting: its error part
+        if self._task is not None or self._driven:
+            raise RuntimeError("this leg already started; read full_stream instead")
+        self._driven = True
+        return self._produce(self._run)
 
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():

@@ -13,17 +13,19 @@ replay is byte-identical to what was first sent.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from . import _jsjson
-from .parts import StreamPart
+from .parts import StreamPart, TextDeltaPart
 from .wire import to_ui_part
 
 DONE = '{"type":"done"}'
 Record = tuple[int, str]
 CLOSE_ATTEMPTS = 5
+RETRY_SECONDS = 0.05  # the first retry of a failed append; doubling, at most 2 s
 logger = logging.getLogger("deuz_django")
 
 
@@ -82,6 +84,16 @@ def is_done(data: str) -> bool:
     return data == DONE
 
 
+def _text_delta(text: str) -> str | None:
+    """A text delta's JSON, byte-identical to :func:`encode_part`'s; ``None`` when the
+    text holds a lone surrogate (which only the general encoder escapes like JS)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return None
+    return '{"type":"text-delta","text":' + json.dumps(text, ensure_ascii=False) + "}"
+
+
 def encode_part(part: dict[str, object]) -> str:
     """Compact JSON the way the reference writes it (JS number formatting)."""
     return _jsjson.dumps(part)
@@ -93,7 +105,8 @@ class JournalWriter:
     ``add`` never blocks: parts are buffered and a background flush appends them, then
     calls ``on_flush(records)`` — the cue for readers. The first part is appended at once;
     whatever arrives while an append is in flight goes into the next one, so batches grow
-    with the load (``flush_interval`` adds a wait to coalesce more). ``close`` appends the
+    with the load. ``flush_interval`` spaces appends at least that far apart (the first
+    is immediate), trading a little latency for fewer, larger appends. ``close`` appends the
     leg-end sentinel and waits until everything is stored. A failing append is retried at
     the next flush, so a journal outage delays but never loses or reorders parts.
     """
@@ -117,6 +130,7 @@ class JournalWriter:
         self._wakeup = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._flushed_at = float("-inf")
 
     @classmethod
     async def open(
@@ -142,6 +156,11 @@ class JournalWriter:
         return writer
 
     def add(self, part: StreamPart) -> None:
+        if type(part) is TextDeltaPart:  # most parts of a leg: encode them directly
+            fast = _text_delta(part.text)
+            if fast is not None:
+                self._append_record(fast)
+                return
         ui = to_ui_part(part)
         if ui is not None:
             self.add_ui(ui)
@@ -170,10 +189,11 @@ class JournalWriter:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            if not self._closing:
-                await asyncio.sleep(
-                    self.flush_interval
-                )  # coalesce a burst into one insert
+            loop = asyncio.get_running_loop()
+            wait = self._flushed_at + self.flush_interval - loop.time()
+            if wait > 0 and not self._closing:
+                await asyncio.sleep(wait)  # what arrives meanwhile joins this append
+            self._flushed_at = loop.time()
             while self._buffer:
                 batch = self._buffer[:]
                 try:
@@ -193,7 +213,7 @@ class JournalWriter:
                             len(self._buffer),
                         )
                         return
-                    await asyncio.sleep(min(2.0, self.flush_interval * 2**failures))
+                    await asyncio.sleep(min(2.0, RETRY_SECONDS * 2**failures))
                     continue
                 failures = 0
                 del self._buffer[: len(batch)]

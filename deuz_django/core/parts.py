@@ -43,12 +43,14 @@ class ReasoningDeltaPart:
     text: str
     signature: str | None = None
     encrypted: bool | None = None
+    redacted: bool | None = None  # an encrypted payload the provider redacted
     type: ClassVar[str] = "reasoning-delta"
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "text": self.text}
         _put(out, "signature", self.signature)
         _put(out, "encrypted", self.encrypted)
+        _put(out, "redacted", self.redacted)
         return out
 
 

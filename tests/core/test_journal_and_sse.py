@@ -304,3 +304,22 @@ async def test_a_failing_append_is_retried_so_nothing_is_lost() -> None:
     writer.add_ui({"type": "text-delta", "text": "a"})
     await writer.close()
     assert [seq for seq, _ in await journal.read("s")] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain", "é ✓ 🎉", 'quote " \\ back', "\u2028 line", "lone \ud800 surrogate", ""],
+)
+async def test_text_deltas_are_journaled_exactly_as_the_general_encoder_writes_them(
+    text: str,
+) -> None:
+    from deuz_django.core.journal import encode_part
+    from deuz_django.core.parts import TextDeltaPart
+
+    journal = InMemoryJournal()
+    writer = JournalWriter(journal, "s", next_seq=0)
+    writer.add(TextDeltaPart(text))
+    await writer.close()
+    assert (await journal.read("s"))[0][1] == encode_part(
+        {"type": "text-delta", "text": text}
+    )

@@ -277,7 +277,11 @@ class _EventReader(StreamReader):
                 ),
             )
         if kind == "redacted_thinking":
-            return (ReasoningDeltaPart(expect_str(block["data"]), encrypted=True),)
+            return (
+                ReasoningDeltaPart(
+                    expect_str(block["data"]), encrypted=True, redacted=True
+                ),
+            )
         return _NO_EVENTS  # server tool blocks run at Anthropic: not local tool calls
 
     def _count(self, usage: dict[str, Any] | None) -> None:

@@ -1,0 +1,207 @@
+"""One leg of a run, under its lease: gather the verdicts, run the loop from the latest
+checkpoint, journal every part, renew the lease while it runs, and say how it ended.
+
+The run service (:mod:`deuz_django.services`) takes or receives the lease and calls
+:func:`run_leg`; everything a leg does between taking its lease and releasing it is here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from . import leases
+from .core import AbortController, Deps, StreamPart
+from .core.durable import resume_stream_from_checkpoint
+from .core.generate import StreamChatResult
+from .exceptions import LeaseLost, RunNotFound, RunNotResumable
+from .live import LegStream
+from .models import Run, RunStatus
+from .registry import AgentSpec, load_agent
+from .store import DjangoSessionStore, Lease
+from .verdicts import approval_signer, collect_verdicts, current_pending
+
+logger = logging.getLogger("deuz_django")
+
+ABORTED = "The leg was aborted."
+PartObserver = Callable[[StreamPart], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class LegOutcome:
+    """How a leg ended: the run's status afterwards, and the error if the leg failed."""
+
+    run_id: str
+    status: str
+    finish_reason: str | None
+    pending_approvals: int
+    error: str | None = None
+
+
+def prepare_leg(
+    run_id: str, *, deny_remaining: bool, user: Any
+) -> tuple[AgentSpec, list[dict[str, Any]]]:
+    """Under the lease: check the run may resume, and gather its verdicts."""
+    run = Run.objects.filter(run_id=run_id).first()
+    if run is None:
+        raise RunNotFound(f"No run '{run_id}'.")
+    if run.status == RunStatus.COMPLETED:
+        raise RunNotResumable(f"Run '{run_id}' is completed.")
+    spec = load_agent(run.agent)
+    with transaction.atomic():
+        verdicts = collect_verdicts(run, deny_remaining=deny_remaining, user=user)
+    return spec, verdicts
+
+
+async def _keep_lease(lease: Lease, controller: AbortController) -> None:
+    """Renew the lease every third of its length; abort the leg once it was taken over."""
+    interval = max(0.05, leases.lease_duration().total_seconds() / 3)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            held = await sync_to_async(leases.renew)(lease)
+        except Exception:
+            logger.warning(
+                "deuz: renewing the lease on run %s failed; retrying",
+                lease.run_id,
+                exc_info=True,
+            )
+            continue
+        if not held:
+            logger.error(
+                "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
+            )
+            controller.abort(
+                LeaseLost(f"Lease on run '{lease.run_id}' was taken over.")
+            )
+            return
+
+
+async def _open_stream(run_id: str, controller: AbortController) -> LegStream | None:
+    """The leg's journal and cancel listener; a journal that cannot open is logged, and
+    the leg runs without it (a run never depends on its readers)."""
+    try:
+        return await LegStream.open(run_id, controller)
+    except Exception:
+        logger.exception("deuz: the stream journal of run %s did not open", run_id)
+        return None
+
+
+async def _drain(
+    leg: StreamChatResult,
+    run_id: str,
+    stream: LegStream | None,
+    observer: PartObserver | None,
+) -> None:
+    """Pull every part into the journal, then to ``observer``; a failing observer is
+    logged and dropped, never the leg. The leg runs in this task (``drive``)."""
+    async for part in leg.drive():
+        if stream is not None:
+            stream.add(part)
+        if observer is None:
+            continue
+        try:
+            await observer(part)
+        except Exception:
+            logger.exception(
+                "deuz: the part observer of run %s failed; the leg goes on without it",
+                run_id,
+            )
+            observer = None
+
+
+async def _finish_after_cancel(
+    leg: StreamChatResult, controller: AbortController
+) -> None:
+    """The caller was cancelled: abort the leg and wait until it really stopped, so the
+    lease is never released while a tool of this leg still runs."""
+    controller.abort(asyncio.CancelledError("the leg's caller was cancelled"))
+    ending = asyncio.ensure_future(leg.consume())
+    while not ending.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(ending)
+
+
+async def run_leg(
+    lease: Lease,
+    *,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> LegOutcome:
+    """The leg itself, under ``lease``, which it renews while it runs and releases after."""
+    run_id = lease.run_id
+    controller = controller or AbortController()
+    renewer = asyncio.ensure_future(_keep_lease(lease, controller))
+    try:
+        spec, verdicts = await sync_to_async(prepare_leg)(
+            run_id, deny_remaining=deny_remaining, user=user
+        )
+        options = spec.call_options()
+        options.setdefault("deps", Deps(logger=logger))
+        options.update(
+            approval_responses=verdicts,
+            approval_signer=approval_signer(),
+            signal=controller.signal,
+        )
+        store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
+        leg = resume_stream_from_checkpoint(store, run_id, **options)
+        stream = await _open_stream(run_id, controller)
+        try:
+            await _drain(leg, run_id, stream, observer)
+        except asyncio.CancelledError:
+            await _finish_after_cancel(leg, controller)
+            raise
+        finally:
+            if stream is not None:
+                await _close_stream(stream)
+        error: str | None = None
+        finish_reason: str | None = None
+        try:
+            finish_reason = (await leg.result()).finish_reason
+        except Exception as exc:
+            error = str(exc) or type(exc).__name__
+        if isinstance(controller.signal.reason, LeaseLost):
+            error = str(controller.signal.reason)
+        elif error is not None or finish_reason == "aborted":
+            # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
+            await sync_to_async(_record_error)(lease, error or ABORTED)
+        return await sync_to_async(_outcome)(run_id, finish_reason, error)
+    finally:
+        renewer.cancel()
+        await asyncio.gather(renewer, return_exceptions=True)
+        await sync_to_async(leases.release)(lease)
+
+
+async def _close_stream(stream: LegStream) -> None:
+    try:
+        await stream.close()
+    except Exception:
+        logger.exception(
+            "deuz: closing the stream journal of run %s failed", stream.run_id
+        )
+
+
+def _record_error(lease: Lease, error: str) -> None:
+    Run.objects.filter(
+        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
+    ).update(last_error=error[:2000])
+
+
+def _outcome(run_id: str, finish_reason: str | None, error: str | None) -> LegOutcome:
+    run = Run.objects.get(run_id=run_id)
+    return LegOutcome(
+        run_id=run_id,
+        status=run.status,
+        finish_reason=finish_reason,
+        pending_approvals=current_pending(run).count(),
+        error=error,
+    )
