@@ -31,7 +31,9 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -64,6 +66,13 @@ PAYLOAD = 1000
 # -- the history ------------------------------------------------------------------------------
 
 
+def text(length: int, seed: int) -> str:
+    """Letters and digits at random: PostgreSQL's TOAST compression would shrink a
+    repeated character ~100x and flatter every store that rewrites what it stored."""
+    chooser = random.Random(seed)
+    return "".join(chooser.choices(string.ascii_letters + string.digits, k=length))
+
+
 def turn(step: int) -> tuple[Any, Any]:
     """One step's two messages: a ~1 KB tool call and its ~1 KB result."""
     from deuz_django.core import Message, ToolResultPart, ToolUsePart
@@ -72,9 +81,9 @@ def turn(step: int) -> tuple[Any, Any]:
     return (
         Message(
             "assistant",
-            (ToolUsePart(call_id, "lookup", {"query": "q" * (PAYLOAD - 60)}),),
+            (ToolUsePart(call_id, "lookup", {"query": text(PAYLOAD - 60, 2 * step)}),),
         ),
-        Message("tool", (ToolResultPart(call_id, "r" * PAYLOAD),)),
+        Message("tool", (ToolResultPart(call_id, text(PAYLOAD, 2 * step + 1)),)),
     )
 
 
@@ -264,10 +273,12 @@ def loop_ratio() -> dict[str, float]:
     from deuz_django.core.durable import DurableSession
     from deuz_django.store import DjangoSessionStore
 
+    result = text(PAYLOAD, 0)
+
     @tool
     async def lookup(query: str) -> str:
         """Returns ~1 KB."""
-        return "r" * PAYLOAD
+        return result
 
     class KilobyteModel(InstantModel):  # type: ignore[misc]
         def __init__(self, steps: int) -> None:
@@ -275,7 +286,11 @@ def loop_ratio() -> dict[str, float]:
 
             super().__init__(steps)
             self.replies = [
-                reply(tool_calls=[(f"c{i}", "lookup", {"query": "q" * (PAYLOAD - 60)})])
+                reply(
+                    tool_calls=[
+                        (f"c{i}", "lookup", {"query": text(PAYLOAD - 60, 2 * i)})
+                    ]
+                )
                 for i in range(steps)
             ]
             self.events = [r.events() for r in self.replies]
@@ -288,16 +303,17 @@ def loop_ratio() -> dict[str, float]:
             if durable
             else None
         )
+        model = KilobyteModel(LOOP_STEPS)
         start = time.perf_counter()
-        result = await generate_text(
-            model=KilobyteModel(LOOP_STEPS),
+        outcome = await generate_text(
+            model=model,
             prompt="go",
             tools=[lookup],
             max_steps=LOOP_STEPS,
             session=session,
         )
         elapsed = time.perf_counter() - start
-        assert len(result.steps) == LOOP_STEPS
+        assert len(outcome.steps) == LOOP_STEPS
         return elapsed
 
     async def all_rounds() -> dict[str, list[float]]:

@@ -16,8 +16,9 @@ from asgiref.sync import sync_to_async
 from django.db import connection, transaction
 
 from .conf import deuz_settings
-from .core.journal import Record, StreamJournal
+from .core.journal import JournalFenced, Record, StreamJournal
 from .models import Run, StreamEntry
+from .store import Lease
 
 
 class DatabaseJournal:
@@ -31,7 +32,7 @@ class DatabaseJournal:
     def __init__(self) -> None:
         self._run_pks: dict[str, int] = {}
         self._next_seq: dict[str, int] = {}
-        self._pending: list[tuple[str, list[Record], asyncio.Future[None]]] = []
+        self._pending: list[tuple[str, list[Record], object, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     def _run_pk(self, stream_id: str) -> int | None:
@@ -46,21 +47,23 @@ class DatabaseJournal:
                 self._run_pks[stream_id] = pk
         return pk
 
-    def append_sync(self, stream_id: str, records: Sequence[Record]) -> None:
-        error = self._append_many([(stream_id, list(records))])[0]
+    def append_sync(
+        self, stream_id: str, records: Sequence[Record], *, fence: object = None
+    ) -> None:
+        error = self._append_many([(stream_id, list(records), fence)])[0]
         if error is not None:
             raise error
 
     def _append_many(
-        self, batches: list[tuple[str, list[Record]]]
+        self, batches: list[tuple[str, list[Record], object]]
     ) -> list[Exception | None]:
-        """Append several streams' records in one transaction; an out-of-order batch fails
-        alone (its stream's records are left out), the rest are written."""
+        """Append several streams' records in one transaction; an out-of-order or fenced
+        batch fails alone (its stream's records are left out), the rest are written."""
         errors: list[Exception | None] = []
         rows: list[tuple[int, int, str]] = []
         with transaction.atomic():
-            for stream_id, records in batches:
-                error = self._check(stream_id, records)
+            for stream_id, records, fence in batches:
+                error = self._check(stream_id, records, fence)
                 errors.append(error)
                 if error is None and records:
                     pk = self._run_pks[stream_id]
@@ -77,11 +80,23 @@ class DatabaseJournal:
                     raise
         return errors
 
-    def _check(self, stream_id: str, records: list[Record]) -> Exception | None:
-        if self._run_pk(stream_id) is None:
+    def _check(
+        self, stream_id: str, records: list[Record], fence: object
+    ) -> Exception | None:
+        pk = self._run_pk(stream_id)
+        if pk is None:
             return LookupError(f"journal: no run {stream_id!r}")
         if not records:
             return None
+        if (
+            isinstance(fence, Lease)
+            and not Run.objects.filter(
+                pk=pk, lease_owner=fence.owner, lease_generation=fence.generation
+            ).exists()
+        ):
+            return JournalFenced(
+                f"journal {stream_id!r}: lease generation {fence.generation} was taken over"
+            )
         expected = self._next_seq.get(stream_id)
         if (
             expected != records[0][0]
@@ -123,11 +138,13 @@ class DatabaseJournal:
         if pk is not None:
             StreamEntry.objects.filter(run_id=pk).delete()
 
-    async def append(self, stream_id: str, records: Sequence[Record]) -> None:
+    async def append(
+        self, stream_id: str, records: Sequence[Record], *, fence: object = None
+    ) -> None:
         if not records:
             return
         done = asyncio.get_running_loop().create_future()
-        self._pending.append((stream_id, list(records), done))
+        self._pending.append((stream_id, list(records), fence, done))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
         await done
@@ -135,12 +152,14 @@ class DatabaseJournal:
     async def _flush(self) -> None:
         while self._pending:
             taken, self._pending = self._pending, []
-            batches = [(stream_id, records) for stream_id, records, _ in taken]
+            batches = [
+                (stream_id, records, fence) for stream_id, records, fence, _ in taken
+            ]
             try:
                 errors = await sync_to_async(self._append_many)(batches)
             except Exception as error:
                 errors = [error] * len(taken)
-            for (_, _, done), error in zip(taken, errors, strict=True):
+            for (_, _, _, done), error in zip(taken, errors, strict=True):
                 if done.done():
                     continue
                 if error is None:
@@ -193,7 +212,10 @@ class RedisJournal:
     def _key(self, stream_id: str) -> str:
         return self.prefix + stream_id
 
-    async def append(self, stream_id: str, records: Sequence[Record]) -> None:
+    async def append(
+        self, stream_id: str, records: Sequence[Record], *, fence: object = None
+    ) -> None:
+        """Not fenced: Redis holds no lease (the database journal checks it)."""
         if not records:
             return
         # Check-and-append in one round trip: the list length must be the first seq.

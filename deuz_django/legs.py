@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from . import leases
+from .blocking import with_django_threads
 from .core import AbortController, Deps, StreamPart
 from .core.durable import resume_stream_from_checkpoint
 from .core.generate import StreamChatResult
@@ -84,13 +85,15 @@ async def _keep_lease(lease: Lease, controller: AbortController) -> None:
             return
 
 
-async def _open_stream(run_id: str, controller: AbortController) -> LegStream | None:
+async def _open_stream(lease: Lease, controller: AbortController) -> LegStream | None:
     """The leg's journal and cancel listener; a journal that cannot open is logged, and
     the leg runs without it (a run never depends on its readers)."""
     try:
-        return await LegStream.open(run_id, controller)
+        return await LegStream.open(lease.run_id, controller, fence=lease)
     except Exception:
-        logger.exception("deuz: the stream journal of run %s did not open", run_id)
+        logger.exception(
+            "deuz: the stream journal of run %s did not open", lease.run_id
+        )
         return None
 
 
@@ -118,15 +121,14 @@ async def _drain(
 
 
 async def _finish_after_cancel(
-    leg: StreamChatResult, controller: AbortController
+    draining: asyncio.Future[None], controller: AbortController
 ) -> None:
     """The caller was cancelled: abort the leg and wait until it really stopped, so the
     lease is never released while a tool of this leg still runs."""
     controller.abort(asyncio.CancelledError("the leg's caller was cancelled"))
-    ending = asyncio.ensure_future(leg.consume())
-    while not ending.done():
+    while not draining.done():
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(ending)
+            await asyncio.shield(draining)
 
 
 async def run_leg(
@@ -146,7 +148,9 @@ async def run_leg(
             run_id, deny_remaining=deny_remaining, user=user
         )
         options = spec.call_options()
-        options.setdefault("deps", Deps(logger=logger))
+        options["deps"] = with_django_threads(
+            options.get("deps") or Deps(logger=logger)
+        )
         options.update(
             approval_responses=verdicts,
             approval_signer=approval_signer(),
@@ -154,11 +158,14 @@ async def run_leg(
         )
         store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
         leg = resume_stream_from_checkpoint(store, run_id, **options)
-        stream = await _open_stream(run_id, controller)
+        stream = await _open_stream(lease, controller)
+        # The leg runs in a task of its own, shielded: cancelling the caller aborts the
+        # leg cooperatively instead of tearing it down mid-tool.
+        draining = asyncio.ensure_future(_drain(leg, run_id, stream, observer))
         try:
-            await _drain(leg, run_id, stream, observer)
+            await asyncio.shield(draining)
         except asyncio.CancelledError:
-            await _finish_after_cancel(leg, controller)
+            await _finish_after_cancel(draining, controller)
             raise
         finally:
             if stream is not None:

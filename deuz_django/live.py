@@ -170,13 +170,17 @@ class LegStream:
         self._listener: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, run_id: str, controller: AbortController) -> LegStream:
+    async def open(
+        cls, run_id: str, controller: AbortController, *, fence: object = None
+    ) -> LegStream:
+        """``fence`` is the leg's lease: a journal that checks it drops a stale leg's parts."""
         writer = await JournalWriter.open(
             get_journal(),
             run_id,
             message_id=run_id,
             flush_interval=FLUSH_INTERVAL,
             on_flush=lambda records: _publish(run_id, records),
+            fence=fence,
         )
         stream = cls(run_id, writer, controller)
         _controllers[run_id] = controller

@@ -8,12 +8,8 @@ and a crash anywhere is recovered by resuming again.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -23,36 +19,28 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import leases
-from .core import AbortController, Deps, Message, StreamPart
-from .core.durable import AgentCheckpoint, resume_stream_from_checkpoint
-from .core.generate import StreamChatResult
+from .core import AbortController, Message
+from .core.durable import AgentCheckpoint
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
-from .exceptions import (
-    ApprovalNotFound,
-    LeaseLost,
-    NotPermitted,
-    RunBusy,
-    RunNotFound,
-    RunNotResumable,
-)
-from .live import LegStream
+from .exceptions import ApprovalNotFound, NotPermitted, RunBusy, RunNotFound
+from .legs import ABORTED, LegOutcome, PartObserver, prepare_leg, run_leg
 from .models import Approval, ApprovalStatus, Run, RunStatus
 from .permissions import can_resume_run, can_view_run, decide_refusal, is_signed_in
-from .registry import AgentSpec, load_agent
+from .registry import load_agent
 from .store import DjangoSessionStore, Lease
 from .verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     Decision,
     approval_signer,
-    collect_verdicts,
     current_pending,
     expiry_cutoff,
     record_verdict,
 )
 
 __all__ = [
+    "ABORTED",
     "EXPIRED_REASON",
     "RESUMED_WITHOUT_VERDICT",
     "Decision",
@@ -73,11 +61,6 @@ __all__ = [
     "resume_run",
     "start_run",
 ]
-
-logger = logging.getLogger("deuz_django")
-
-ABORTED = "The leg was aborted."
-PartObserver = Callable[[StreamPart], Awaitable[None]]
 
 
 # -- starting -------------------------------------------------------------------------------
@@ -188,101 +171,6 @@ def record_operator_verdict(
 # -- resuming -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LegOutcome:
-    """How a leg ended: the run's status afterwards, and the error if the leg failed."""
-
-    run_id: str
-    status: str
-    finish_reason: str | None
-    pending_approvals: int
-    error: str | None = None
-
-
-def _prepare_leg(
-    run_id: str, *, deny_remaining: bool, user: Any
-) -> tuple[AgentSpec, list[dict[str, Any]]]:
-    """Under the lease: check the run may resume, and gather its verdicts."""
-    run = Run.objects.filter(run_id=run_id).first()
-    if run is None:
-        raise RunNotFound(f"No run '{run_id}'.")
-    if run.status == RunStatus.COMPLETED:
-        raise RunNotResumable(f"Run '{run_id}' is completed.")
-    spec = load_agent(run.agent)
-    with transaction.atomic():
-        verdicts = collect_verdicts(run, deny_remaining=deny_remaining, user=user)
-    return spec, verdicts
-
-
-async def _keep_lease(lease: Lease, controller: AbortController) -> None:
-    """Renew the lease every third of its length; abort the leg once it was taken over."""
-    interval = max(0.05, leases.lease_duration().total_seconds() / 3)
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            held = await sync_to_async(leases.renew)(lease)
-        except Exception:
-            logger.warning(
-                "deuz: renewing the lease on run %s failed; retrying",
-                lease.run_id,
-                exc_info=True,
-            )
-            continue
-        if not held:
-            logger.error(
-                "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
-            )
-            controller.abort(
-                LeaseLost(f"Lease on run '{lease.run_id}' was taken over.")
-            )
-            return
-
-
-async def _open_stream(run_id: str, controller: AbortController) -> LegStream | None:
-    """The leg's journal and cancel listener; a journal that cannot open is logged, and
-    the leg runs without it (a run never depends on its readers)."""
-    try:
-        return await LegStream.open(run_id, controller)
-    except Exception:
-        logger.exception("deuz: the stream journal of run %s did not open", run_id)
-        return None
-
-
-async def _drain(
-    leg: StreamChatResult,
-    run_id: str,
-    stream: LegStream | None,
-    observer: PartObserver | None,
-) -> None:
-    """Pull every part into the journal, then to ``observer``; a failing observer is
-    logged and dropped, never the leg."""
-    async for part in leg.full_stream:
-        if stream is not None:
-            stream.add(part)
-        if observer is None:
-            continue
-        try:
-            await observer(part)
-        except Exception:
-            logger.exception(
-                "deuz: the part observer of run %s failed; the leg goes on without it",
-                run_id,
-            )
-            observer = None
-
-
-async def _finish_after_cancel(
-    leg: StreamChatResult, controller: AbortController
-) -> None:
-    """The caller was cancelled: abort the leg and wait until it really stopped, so the
-    lease is never released while a tool of this leg still runs."""
-    controller.abort(asyncio.CancelledError("the leg's caller was cancelled"))
-    ending = asyncio.ensure_future(leg.consume())
-    while not ending.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(ending)
-
-
 async def arun_leg(
     run_id: str,
     *,
@@ -298,7 +186,7 @@ async def arun_leg(
     ends with ``outcome.error`` saying so.
     """
     lease = await sync_to_async(leases.acquire)(run_id)
-    return await _run_leg(
+    return await run_leg(
         lease,
         user=user,
         deny_remaining=deny_remaining,
@@ -319,85 +207,7 @@ async def arun_claimed_leg(
     """
     if not await sync_to_async(leases.renew)(lease):
         raise RunBusy(lease.run_id)
-    return await _run_leg(lease, observer=observer, controller=controller)
-
-
-async def _run_leg(
-    lease: Lease,
-    *,
-    user: Any = None,
-    deny_remaining: bool = False,
-    observer: PartObserver | None = None,
-    controller: AbortController | None = None,
-) -> LegOutcome:
-    """The leg itself, under ``lease``, which it renews while it runs and releases after."""
-    run_id = lease.run_id
-    controller = controller or AbortController()
-    renewer = asyncio.ensure_future(_keep_lease(lease, controller))
-    try:
-        spec, verdicts = await sync_to_async(_prepare_leg)(
-            run_id, deny_remaining=deny_remaining, user=user
-        )
-        options = spec.call_options()
-        options.setdefault("deps", Deps(logger=logger))
-        options.update(
-            approval_responses=verdicts,
-            approval_signer=approval_signer(),
-            signal=controller.signal,
-        )
-        store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
-        leg = resume_stream_from_checkpoint(store, run_id, **options)
-        stream = await _open_stream(run_id, controller)
-        try:
-            await _drain(leg, run_id, stream, observer)
-        except asyncio.CancelledError:
-            await _finish_after_cancel(leg, controller)
-            raise
-        finally:
-            if stream is not None:
-                await _close_stream(stream)
-        error: str | None = None
-        finish_reason: str | None = None
-        try:
-            finish_reason = (await leg.result()).finish_reason
-        except Exception as exc:
-            error = str(exc) or type(exc).__name__
-        if isinstance(controller.signal.reason, LeaseLost):
-            error = str(controller.signal.reason)
-        elif error is not None or finish_reason == "aborted":
-            # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
-            await sync_to_async(_record_error)(lease, error or ABORTED)
-        return await sync_to_async(_outcome)(run_id, finish_reason, error)
-    finally:
-        renewer.cancel()
-        await asyncio.gather(renewer, return_exceptions=True)
-        await sync_to_async(leases.release)(lease)
-
-
-async def _close_stream(stream: LegStream) -> None:
-    try:
-        await stream.close()
-    except Exception:
-        logger.exception(
-            "deuz: closing the stream journal of run %s failed", stream.run_id
-        )
-
-
-def _record_error(lease: Lease, error: str) -> None:
-    Run.objects.filter(
-        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    ).update(last_error=error[:2000])
-
-
-def _outcome(run_id: str, finish_reason: str | None, error: str | None) -> LegOutcome:
-    run = Run.objects.get(run_id=run_id)
-    return LegOutcome(
-        run_id=run_id,
-        status=run.status,
-        finish_reason=finish_reason,
-        pending_approvals=current_pending(run).count(),
-        error=error,
-    )
+    return await run_leg(lease, observer=observer, controller=controller)
 
 
 async def aresume_run(
@@ -445,7 +255,7 @@ def claim_resume(
         _check_may_resume(run_id, user)
     lease = leases.acquire(run_id)
     try:
-        _prepare_leg(run_id, deny_remaining=deny_remaining, user=user)
+        prepare_leg(run_id, deny_remaining=deny_remaining, user=user)
     except BaseException:
         leases.release(lease)
         raise

@@ -74,8 +74,11 @@ def decode_message(data: str, path: str) -> Message:
 
 @dataclass(frozen=True, slots=True)
 class _Remembered:
+    """What this store last wrote or read of a run: its row, history and step."""
+
     pk: int
     messages: tuple[Message, ...]
+    step_index: int
 
 
 class DjangoSessionStore:
@@ -104,7 +107,7 @@ class DjangoSessionStore:
         with transaction.atomic():
             remembered = self._recall(run_id)
             if remembered is not None and self._write_run(
-                remembered.pk, checkpoint, stored_count=len(remembered.messages)
+                remembered.pk, checkpoint, expected=remembered
             ):
                 pk, stored = remembered.pk, len(remembered.messages)
                 start = _common_prefix(remembered.messages, messages)
@@ -121,7 +124,7 @@ class DjangoSessionStore:
                 )
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
                 _record_approvals(pk, checkpoint.pending_approvals)
-        self._remember(run_id, pk, messages)
+        self._remember(run_id, pk, messages, checkpoint.step_index)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         run = Run.objects.filter(run_id=run_id).first()
@@ -132,7 +135,7 @@ class DjangoSessionStore:
             decode_message(data, f"{run_id}.messages[{index}]")
             for index, data in rows.values_list("index", "data")
         )
-        self._remember(run_id, run.pk, messages)
+        self._remember(run_id, run.pk, messages, run.step_index)
         return checkpoint_of(run, messages)
 
     def delete(self, run_id: str) -> None:
@@ -188,17 +191,24 @@ class DjangoSessionStore:
         return created.pk, 0
 
     def _write_run(
-        self, pk: int, checkpoint: AgentCheckpoint, *, stored_count: int | None = None
+        self,
+        pk: int,
+        checkpoint: AgentCheckpoint,
+        *,
+        expected: _Remembered | None = None,
     ) -> bool:
         """Write the run's counters; ``False`` when the row is not as expected.
 
-        ``stored_count`` makes the write conditional on the history length this store
-        remembers; under a lease, the write happens only while the lease is still ours
-        (a sub-agent's run is fenced by its root run's lease, whose row is locked).
+        ``expected`` makes the write conditional on the row still holding the history
+        length and step this store remembers (no other writer came in between); under a
+        lease, the write happens only while the lease is still ours (a sub-agent's run
+        is fenced by its root run's lease, whose row is locked).
         """
         rows = Run.objects.filter(pk=pk)
-        if stored_count is not None:
-            rows = rows.filter(message_count=stored_count)
+        if expected is not None:
+            rows = rows.filter(
+                message_count=len(expected.messages), step_index=expected.step_index
+            )
         lease = self.lease
         if lease is not None:
             held = Q(lease_owner=lease.owner, lease_generation=lease.generation)
@@ -244,9 +254,11 @@ class DjangoSessionStore:
         with self._lock:
             return self._remembered.get(run_id)
 
-    def _remember(self, run_id: str, pk: int, messages: tuple[Message, ...]) -> None:
+    def _remember(
+        self, run_id: str, pk: int, messages: tuple[Message, ...], step_index: int
+    ) -> None:
         with self._lock:
-            self._remembered[run_id] = _Remembered(pk, messages)
+            self._remembered[run_id] = _Remembered(pk, messages, step_index)
             self._remembered.move_to_end(run_id)
             while len(self._remembered) > _REMEMBERED_RUNS:
                 self._remembered.popitem(last=False)

@@ -1,4 +1,18 @@
-"""Background resume through Django's tasks framework (``django.tasks``)."""
+"""Background resume through Django's tasks framework (``django.tasks``).
+
+Which process runs a resume is the ``TASKS`` setting's business, never this module's:
+
+- development and tests: ``django.tasks.backends.immediate.ImmediateBackend`` runs the leg
+  at once, inside the request that queued it;
+- production: a worker backend, e.g. django-tasks-db (``pip install
+  deuz-django[tasks-db]``, ``INSTALLED_APPS += ["django_tasks_db"]``, ``TASKS =
+  {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}``, ``manage.py migrate``),
+  with ``manage.py db_worker`` running (``--batch`` drains the queue and exits).
+
+A queued resume of a run another leg holds, or one that still waits for verdicts,
+reports so in its return value instead of failing. ``deuz_django.E005`` reports a backend
+that cannot run these tasks.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,14 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from . import views
+
 urlpatterns = [
+    path("", views.chat, name="chat"),
+    path("login/", views.DemoLoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    path("demo/approvals/<str:run_id>/", views.run_approvals, name="demo-approvals"),
     path("admin/", admin.site.urls),
     path("api/deuz/", include("deuz_django.api.urls")),
 ]

@@ -54,11 +54,11 @@ def tool_message(results: Sequence[ToolResult]) -> Message:
 
 
 async def _call_execute(declared: Tool, args: Any, ctx: ToolContext) -> Any:
-    """Await async tools in place; run sync ones in a worker thread."""
+    """Await async tools in place; run sync ones off the loop (``deps.run_blocking``)."""
     assert declared.execute is not None
     if inspect.iscoroutinefunction(declared.execute):
         return await declared.execute(args, ctx)
-    result = await asyncio.to_thread(declared.execute, args, ctx)
+    result = await ctx.deps.run_blocking(declared.execute, args, ctx)
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -1,4 +1,4 @@
-"""Injected dependencies: the clock, id generation, logging and pricing.
+"""Injected dependencies: the clock, id generation, logging, pricing, blocking calls.
 
 Everything the loop would otherwise read from globals comes in through ``deps=Deps(...)`` so
 tests can pin time, ids and log output.
@@ -10,9 +10,9 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .usage import Usage
 
@@ -65,3 +65,6 @@ class Deps:
     generate_id: Callable[[], str] = _random_id
     logger: Logger = field(default_factory=lambda: logging.getLogger("deuz_django"))
     price_provider: PriceProvider | None = None
+    # Runs a sync tool off the event loop: ``await run_blocking(fn, *args)``. A thread by
+    # default; the Django app closes the thread's database connections after each call.
+    run_blocking: Callable[..., Awaitable[Any]] = asyncio.to_thread

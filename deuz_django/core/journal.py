@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from . import _jsjson
+from .exceptions import DeuzError
 from .parts import StreamPart, TextDeltaPart
 from .wire import to_ui_part
 
@@ -33,8 +34,14 @@ logger = logging.getLogger("deuz_django")
 class StreamJournal(Protocol):
     """Where a run's parts are kept. Implementations must keep records in seq order."""
 
-    async def append(self, stream_id: str, records: Sequence[Record]) -> None:
-        """Store ``records`` (consecutive seqs, following the last stored one)."""
+    async def append(
+        self, stream_id: str, records: Sequence[Record], *, fence: object = None
+    ) -> None:
+        """Store ``records`` (consecutive seqs, following the last stored one).
+
+        ``fence`` is the writer's right to write (the Django app passes the leg's lease);
+        a journal that can check it raises :class:`JournalFenced` once it lapsed.
+        """
         ...
 
     async def read(
@@ -56,7 +63,9 @@ class InMemoryJournal:
     def __init__(self) -> None:
         self._streams: dict[str, list[Record]] = {}
 
-    async def append(self, stream_id: str, records: Sequence[Record]) -> None:
+    async def append(
+        self, stream_id: str, records: Sequence[Record], *, fence: object = None
+    ) -> None:
         stream = self._streams.setdefault(stream_id, [])
         expected = stream[-1][0] + 1 if stream else 0
         if records and records[0][0] != expected:
@@ -78,6 +87,12 @@ class InMemoryJournal:
 
     async def delete(self, stream_id: str) -> None:
         self._streams.pop(stream_id, None)
+
+
+class JournalFenced(DeuzError):
+    """The writer's fence (its lease) lapsed: another leg owns the stream now."""
+
+    code = "journal_fenced"
 
 
 def is_done(data: str) -> bool:
@@ -119,8 +134,11 @@ class JournalWriter:
         next_seq: int,
         flush_interval: float = 0.0,
         on_flush: Callable[[list[Record]], Awaitable[None]] | None = None,
+        fence: object = None,
     ) -> None:
         self.journal = journal
+        self.fence = fence
+        self.fenced = False
         self.stream_id = stream_id
         self.next_seq = next_seq
         self.flush_interval = flush_interval
@@ -141,6 +159,7 @@ class JournalWriter:
         message_id: str,
         flush_interval: float = 0.0,
         on_flush: Callable[[list[Record]], Awaitable[None]] | None = None,
+        fence: object = None,
     ) -> JournalWriter:
         """Continue the stream's numbering; an empty journal starts with the ``start`` part."""
         last = await journal.last_seq(stream_id)
@@ -150,6 +169,7 @@ class JournalWriter:
             next_seq=0 if last is None else last + 1,
             flush_interval=flush_interval,
             on_flush=on_flush,
+            fence=fence,
         )
         if last is None:
             writer.add_ui({"type": "start", "messageId": message_id})
@@ -169,6 +189,8 @@ class JournalWriter:
         self._append_record(encode_part(ui))
 
     def _append_record(self, data: str) -> None:
+        if self.fenced:
+            return  # another leg owns the stream: this one's parts go nowhere
         self._buffer.append((self.next_seq, data))
         self.next_seq += 1
         if self._task is None:
@@ -180,8 +202,8 @@ class JournalWriter:
         self._append_record(DONE)
         self._closing = True
         self._wakeup.set()
-        assert self._task is not None
-        await self._task
+        if self._task is not None:
+            await self._task
         return self.last_stored
 
     async def _flush_loop(self) -> None:
@@ -197,7 +219,16 @@ class JournalWriter:
             while self._buffer:
                 batch = self._buffer[:]
                 try:
-                    await self.journal.append(self.stream_id, batch)
+                    await self.journal.append(self.stream_id, batch, fence=self.fence)
+                except JournalFenced:
+                    logger.warning(
+                        "deuz: journal %s is another leg's now; %d part(s) dropped",
+                        self.stream_id,
+                        len(self._buffer),
+                    )
+                    self.fenced = True
+                    self._buffer.clear()
+                    return
                 except Exception:
                     failures += 1
                     logger.exception(

@@ -273,7 +273,9 @@ async def test_writer_batches_appends_and_never_reorders() -> None:
     appended: list[list[int]] = []
 
     class Counting(InMemoryJournal):
-        async def append(self, stream_id: str, records: Any) -> None:
+        async def append(
+            self, stream_id: str, records: Any, *, fence: object = None
+        ) -> None:
             appended.append([seq for seq, _ in records])
             await super().append(stream_id, records)
 
@@ -291,7 +293,9 @@ async def test_a_failing_append_is_retried_so_nothing_is_lost() -> None:
     failures = {"left": 2}
 
     class Flaky(InMemoryJournal):
-        async def append(self, stream_id: str, records: Any) -> None:
+        async def append(
+            self, stream_id: str, records: Any, *, fence: object = None
+        ) -> None:
             if failures["left"]:
                 failures["left"] -= 1
                 raise OSError("database is locked")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -46,3 +47,26 @@ async def test_deleting_a_run_deletes_its_database_journal() -> None:
     await journal.append(run.run_id, [(0, "{}")])
     await sync_to_async(run.delete)()
     assert await DatabaseJournal().last_seq("run-gone") is None
+
+
+async def test_a_leg_whose_lease_was_taken_over_cannot_append_to_the_journal() -> None:
+    from deuz_django import leases
+    from deuz_django.core.journal import JournalWriter
+
+    run = await sync_to_async(Run.objects.create)(run_id="run-fenced", agent="scripted")
+    stale = await sync_to_async(leases.acquire)(run.run_id)
+    journal = DatabaseJournal()
+    writer = await JournalWriter.open(journal, run.run_id, message_id="m", fence=stale)
+    writer.add_ui({"type": "text-delta", "text": "before"})
+    await asyncio.sleep(0.05)  # the first append goes through
+    # The lease lapses and another leg takes the run over (a new generation).
+    await sync_to_async(Run.objects.filter(pk=run.pk).update)(lease_expires_at=None)
+    fresh = await sync_to_async(leases.acquire)(run.run_id)
+    assert fresh.generation == stale.generation + 1
+    writer.add_ui({"type": "text-delta", "text": "stale"})
+    await writer.close()
+    assert writer.fenced
+    assert [data for _, data in await journal.read(run.run_id)] == [
+        '{"type":"start","messageId":"m"}',
+        '{"type":"text-delta","text":"before"}',
+    ]

@@ -371,5 +371,7 @@ def test_recoverable_runs_are_the_ones_a_dead_process_left_behind(
     done = services.start_run(agent="scripted", messages=PROMPT)
     services.resume_run(done.run_id)
     assert services.recoverable_runs(older_than=0) == [fresh.run_id, decided.run_id]
+    assert services.recoverable_runs(0, run_id=decided.run_id) == [decided.run_id]
+    assert services.recoverable_runs(0, run_id=waiting.run_id) == []
     assert services.recoverable_runs(older_than=3600) == []
     assert waiting.run_id not in services.recoverable_runs(older_than=0)

@@ -179,6 +179,21 @@ def test_a_store_notices_that_another_writer_changed_the_run() -> None:
 
 
 @pytest.mark.django_db
+def test_a_store_notices_another_writer_even_at_the_same_history_length() -> None:
+    mine, theirs = DjangoSessionStore(), DjangoSessionStore()
+    *_, (_, history) = histories(2)
+    mine.save(make_checkpoint("run-same", 2, messages=history))
+    theirs.load("run-same")
+    rewritten = (*history[:-1], Message("tool", "theirs"))
+    theirs.save(make_checkpoint("run-same", 3, messages=rewritten))
+    final = (*history, *turn(3))
+    mine.save(make_checkpoint("run-same", 4, messages=final))
+    loaded = DjangoSessionStore().load("run-same")
+    assert loaded is not None
+    assert loaded.messages == final
+
+
+@pytest.mark.django_db
 def test_saving_a_run_deleted_meanwhile_recreates_it() -> None:
     store = DjangoSessionStore()
     store.save(make_checkpoint("run-again"))

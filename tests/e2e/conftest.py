@@ -2,23 +2,38 @@
 
 ``site`` is the project on its own freshly migrated database (see ``tests.live_site``);
 ``server`` is daphne serving it on a free port; ``page`` is a fresh browser context on that
-server. Static files are answered inside the browser context from Django's finders — as a
-CDN or whitenoise would serve them in production — so the server runs exactly
-``daphne example_project.asgi:application``.
+server. ``demo_site`` / ``demo_server`` are the same with the demo's users and orders
+(``manage.py demo_setup``) for the chat tests. Static files are answered inside the
+browser context from Django's finders — as a CDN or whitenoise would serve them in
+production — so the server runs exactly ``daphne example_project.asgi:application``.
 
 Chromium is Debian's (``/usr/bin/chromium``); ``playwright install`` is never needed.
+
+Screenshots go to ``docs/`` (the README's images) only with ``DEUZ_UPDATE_SCREENSHOTS=1``;
+otherwise into the test's tmp dir, so a test run leaves the working tree as it was.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
 from django.contrib.staticfiles import finders
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Locator,
+    Page,
+    Route,
+    expect,
+    sync_playwright,
+)
 
 from tests.live_site import ROOT, Daphne, LiveSite
 
@@ -32,15 +47,20 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 DOCS = ROOT / "docs"
+DEMO_ENV = {"DEUZ_DEMO_STREAM_DELAY": "0.01", "DEUZ_LEASE_SECONDS": "2"}
+
+
+def screenshot_path(tmp_path: Path, name: str) -> Path:
+    """Where a screenshot goes: ``docs/`` when regenerating the README's images."""
+    return (
+        DOCS if os.environ.get("DEUZ_UPDATE_SCREENSHOTS") == "1" else tmp_path
+    ) / name
 
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSite]:
-    live = LiveSite(tmp_path_factory.mktemp("e2e-site"))
-    try:
+    with closing(LiveSite(tmp_path_factory.mktemp("e2e-site"))) as live:
         yield live
-    finally:
-        live.close()
 
 
 @pytest.fixture(scope="session")
@@ -70,16 +90,88 @@ def serve_static(route: Route) -> None:
         route.fulfill(path=Path(str(found)))
 
 
-@pytest.fixture
-def page(browser: Browser, server: Daphne) -> Iterator[Page]:
+def new_context(
+    browser: Browser, server: Daphne, *, width: int = 1440, height: int = 900
+) -> BrowserContext:
+    """A fresh browser context (cookies, storage) on ``server``, static files served."""
     context = browser.new_context(
         base_url=server.http,
-        viewport={"width": 1440, "height": 900},
+        viewport={"width": width, "height": height},
         color_scheme="light",
     )
     context.route(f"{server.http}{urlparse(settings.STATIC_URL).path}**", serve_static)
-    tab = context.new_page()
+    return context
+
+
+@pytest.fixture
+def page(browser: Browser, server: Daphne) -> Iterator[Page]:
+    context = new_context(browser, server)
     try:
-        yield tab
+        yield context.new_page()
     finally:
         context.close()
+
+
+def demo(tmp: Path, **env: str) -> LiveSite:
+    """A site with the demo's users (customer, staff) and orders."""
+    live = LiveSite(tmp, **{**DEMO_ENV, **env})
+    try:
+        live.manage("demo_setup")
+    except BaseException:
+        live.close()
+        raise
+    return live
+
+
+@pytest.fixture(scope="session")
+def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSite]:
+    with closing(demo(tmp_path_factory.mktemp("demo-site"))) as live:
+        yield live
+
+
+@pytest.fixture(scope="session")
+def demo_server(demo_site: LiveSite) -> Daphne:
+    return demo_site.daphne()
+
+
+# -- the chat page ----------------------------------------------------------------------------
+
+CUSTOMER = ("customer", "customer-pass")
+STAFF = ("staff", "staff-pass")
+
+
+def sign_in(page: Page, username: str, password: str) -> None:
+    """Open the chat; as nobody is signed in it sends the browser to its login page."""
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login/\?next=/$"))
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Support chat")).to_be_visible()
+
+
+def ask(page: Page, question: str) -> str:
+    """Ask in a new conversation; returns its run id (the page puts it in the URL)."""
+    page.get_by_label("Your question").fill(question)
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name=question)).to_be_visible()
+    match = re.search(r"[?&]run=(\w+)", page.url)
+    assert match is not None, page.url
+    return match.group(1)
+
+
+def answer(page: Page) -> Locator:
+    return page.get_by_role("article", name="Assistant")
+
+
+def answered(page: Page, text: str) -> Locator:
+    """The assistant's paragraph saying exactly ``text`` (the words of one step)."""
+    return answer(page).get_by_text(text, exact=True)
+
+
+def approval_card(page: Page, tool_name: str) -> Locator:
+    return page.get_by_role("region", name=f"Approval needed: {tool_name}")
+
+
+def run_status(page: Page) -> Locator:
+    return page.locator("#run-status")

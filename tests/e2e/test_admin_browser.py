@@ -4,6 +4,7 @@ the run completes. The queue's screenshot is the one the README shows."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from playwright.sync_api import Page, expect
@@ -11,7 +12,7 @@ from playwright.sync_api import Page, expect
 from tests.django.agents import TOOL_PERMISSION
 from tests.live_site import LiveSite
 
-from .conftest import DOCS
+from .conftest import screenshot_path
 
 APPROVER = (
     "deuz_django.view_run",
@@ -52,7 +53,7 @@ def suspended_runs(site: LiveSite) -> Any:
 
 
 def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
-    site: LiveSite, page: Page
+    site: LiveSite, page: Page, tmp_path: Path
 ) -> None:
     run_id = suspended_runs(site)["gated"]
 
@@ -67,7 +68,9 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     )
     expect(refund).to_contain_text('"order_id": "A-1"')
     page.get_by_role("button", name="Toggle navigation").click()  # room for the queue
-    page.screenshot(path=DOCS / "admin-approval-queue.png", full_page=True)
+    page.screenshot(
+        path=screenshot_path(tmp_path, "admin-approval-queue.png"), full_page=True
+    )
 
     refund.get_by_role("checkbox").check()
     page.get_by_role("combobox", name="Action").select_option("approve_selected")
@@ -96,4 +99,6 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     history = page.locator(".deuz-history")
     expect(history).to_contain_text("Customer verified by phone.")
     expect(history).to_contain_text("finance")
-    page.screenshot(path=DOCS / "admin-run-page.png", full_page=True)
+    page.screenshot(
+        path=screenshot_path(tmp_path, "admin-run-page.png"), full_page=True
+    )

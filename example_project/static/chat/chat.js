@@ -1,0 +1,638 @@
+/**
+ * The demo's chat page: one WebSocket to /ws/deuz/, one durable run per conversation.
+ *
+ * The server journals every part of a run under a gapless `seq` before sending it
+ * (deuz_django/consumers.py documents the frames). The page keeps the last seq it saw of
+ * the run it shows; when the socket drops it reconnects with backoff and subscribes again
+ * from that seq, so the server replays exactly the gap. A page load (or reload) renders
+ * the run from the start (lastSeq -1). A `step-start` for a step already shown means a
+ * crashed server had begun that step and the next one re-ran it (SPEC R11.13): the
+ * partial output of the step is dropped and the re-run is rendered in its place.
+ */
+
+const main = document.getElementById("chat");
+const config = {
+  agent: main.dataset.agent,
+  runsUrl: main.dataset.runsUrl,
+  approvalsUrl: (runId) => main.dataset.approvalsUrl.replace("RUN_ID", encodeURIComponent(runId)),
+  wsUrl: new URL(main.dataset.wsPath, location.href).href.replace(/^http/, "ws"),
+  loginUrl: main.dataset.loginUrl,
+};
+const $ = (id) => document.getElementById(id);
+const ui = {
+  heading: $("chat-heading"),
+  transcript: $("transcript"),
+  welcome: $("welcome"),
+  runStatus: $("run-status"),
+  connection: $("connection"),
+  list: $("conversation-list"),
+  noConversations: $("no-conversations"),
+  composer: $("composer"),
+  message: $("message"),
+  sendButton: document.querySelector("#composer button[type=submit]"),
+  newConversation: $("new-conversation"),
+  navToggle: document.querySelector(".nav-toggle"),
+};
+const STATUS_LABELS = { running: "Running", suspended: "Waiting for approval", completed: "Done" };
+const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
+
+/** Build an element: h("p", {class: "x"}, "text", child). */
+function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") element.className = value;
+    else if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    else element.setAttribute(name, value === true ? "" : value);
+  }
+  element.append(...children);
+  return element;
+}
+
+function newRunId() {
+  // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function describeOutput(output) {
+  return typeof output === "string" ? output : JSON.stringify(output);
+}
+
+// -- one tool call ---------------------------------------------------------------------------
+
+class ToolCall {
+  constructor(name) {
+    this.name = name;
+    this.state = null;
+    this.paused = false; // the leg ended while this ran: a sub-agent waits for approval
+    this.error = "";
+    this.label = h("span", { class: "tool-label" });
+    this.el = h("li", { class: "tool" }, this.label);
+    this.card = null;
+  }
+
+  update(part) {
+    this.paused = false;
+    if (part.type === "tool-result") {
+      this.error = part.isError ? describeOutput(part.output) : "";
+    } else {
+      this.state = part.state;
+      this.denied = Boolean(part.denied);
+      this.deniedReason = part.deniedReason || "";
+    }
+    this.render();
+    this.card?.follow(this);
+  }
+
+  pause() {
+    this.paused = this.state === "executing";
+    this.render();
+  }
+
+  render() {
+    this.el.dataset.state = this.denied ? "denied" : this.paused ? "awaiting-approval" : this.state || "";
+    this.label.textContent = this.describe();
+  }
+
+  describe() {
+    const name = this.name;
+    switch (this.state) {
+      case "awaiting-approval":
+        return `${name} waits for approval`;
+      case "executing":
+        return this.paused ? `${name} paused until a call is decided` : `running ${name}…`;
+      case "complete":
+        return `${name} done`;
+      case "error":
+        if (this.denied) return `${name} denied${this.deniedReason ? `: ${this.deniedReason}` : ""}`;
+        return `${name} failed${this.error ? `: ${this.error}` : ""}`;
+      default:
+        return `calling ${name}…`;
+    }
+  }
+}
+
+// -- an approval card ------------------------------------------------------------------------
+
+class ApprovalCard {
+  constructor(conversation, part, agentPath) {
+    this.conversation = conversation;
+    this.part = part;
+    this.state = "checking"; // → offered | staff | sent | recorded | settled
+    const headingId = `approval-${conversation.runId}-${part.approvalId}`;
+    this.decision = h("div", { class: "decision", "aria-live": "polite" },
+      h("p", { class: "muted" }, "Checking who may decide…"));
+    this.el = h("section", { class: "approval", "aria-labelledby": headingId, tabindex: "-1" },
+      h("h3", { id: headingId }, `Approval needed: ${part.toolName}`),
+      agentPath.length ? h("p", { class: "asked-by" }, `asked by ${agentPath.join(" › ")}`) : "",
+      h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
+      this.decision);
+  }
+
+  get open() {
+    return this.state !== "settled" && this.state !== "recorded";
+  }
+
+  show(...children) {
+    this.decision.replaceChildren(...children);
+  }
+
+  /** What the server says about this approval: still pending, and may this user decide? */
+  offer(info) {
+    if (this.state !== "checking") return;
+    if (info.status !== "pending") {
+      this.record(info.status);
+    } else if (info.mayDecide) {
+      this.state = "offered";
+      this.showButtons();
+    } else {
+      this.state = "staff";
+      this.show(h("p", { class: "waiting" }, "Waiting for staff approval"),
+        h("p", { class: "muted" }, "A finance staff member decides this in the admin; " +
+          "the conversation continues here once they have."));
+    }
+  }
+
+  showButtons(problem = "") {
+    const reasonId = `${this.el.getAttribute("aria-labelledby")}-reason`;
+    const reason = h("textarea", { id: reasonId, rows: "2" });
+    const decide = (approved) => {
+      if (!this.conversation.decide(this, approved, reason.value.trim())) return;
+      this.state = "sent";
+      this.show(h("p", { class: "muted", tabindex: "-1" }, approved ? "Approving…" : "Denying…"));
+      this.decision.firstChild.focus();
+    };
+    this.show(
+      problem ? h("p", { class: "form-error", role: "alert" }, problem) : "",
+      h("label", { for: reasonId }, "Reason (optional)"),
+      reason,
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "primary", onclick: () => decide(true) }, "Approve"),
+        h("button", { type: "button", onclick: () => decide(false) }, "Deny")));
+  }
+
+  /** The server recorded a verdict (ours, or one made elsewhere before this page loaded). */
+  record(status) {
+    if (!this.open) return;
+    this.state = "recorded";
+    const text = { approved: "Approved — the assistant continues.", denied: "Denied." };
+    this.show(h("p", { class: "outcome", tabindex: "-1" }, text[status] || `This approval ${status}.`));
+  }
+
+  refused(message) {
+    this.state = "offered";
+    this.showButtons(message);
+  }
+
+  /** The call moved on in the run: the verdict is settled, whoever gave it. */
+  follow(tool) {
+    if (this.state === "settled" || tool.state === "awaiting-approval" || tool.state?.startsWith("input")) {
+      return;
+    }
+    const focused = this.el.contains(document.activeElement);
+    this.state = "settled";
+    this.el.dataset.settled = tool.denied ? "denied" : "approved";
+    const text = tool.denied
+      ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
+      : "Approved";
+    this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
+    if (focused) this.decision.firstChild.focus();
+  }
+}
+
+// -- the parts of one agent (the run's, or a sub-agent's) ------------------------------------
+
+class Scope {
+  constructor(conversation, path, container) {
+    this.conversation = conversation;
+    this.path = path;
+    this.container = container;
+    this.steps = new Map(); // step index → its element
+    this.step = null; // the element parts go into
+    this.text = null; // the paragraph text-deltas extend
+    this.tools = new Map(); // toolCallId → ToolCall
+  }
+
+  handle(part) {
+    switch (part.type) {
+      case "step-start":
+        return this.startStep(part.step);
+      case "text-delta":
+        return this.appendText(part.text);
+      case "tool-state":
+      case "tool-result":
+        return this.tool(part.toolCallId, part.toolName).update(part);
+      case "tool-call":
+        return this.tool(part.toolCallId, part.toolName);
+      case "tool-approval-request":
+        return this.conversation.requestApproval(this, part);
+      case "sub-agent":
+        return this.conversation.scope(part.agentPath).handle(part.part);
+      case "error":
+        return this.current().append(h("p", { class: "form-error" }, part.message));
+      default:
+        return undefined; // start, step-finish, finish, input deltas: nothing to draw
+    }
+  }
+
+  startStep(index) {
+    const seen = this.steps.get(index);
+    if (seen) {
+      // A crash-continued step: forget its partial text, tools and cards (SPEC R11.13).
+      seen.remove();
+      this.conversation.forgetDetached();
+    }
+    this.step = h("div", { class: "step", "data-step": String(index) });
+    this.steps.set(index, this.step);
+    this.container.append(this.step);
+    this.text = null;
+  }
+
+  current() {
+    if (!this.step) {
+      this.step = h("div", { class: "step" });
+      this.container.append(this.step);
+    }
+    return this.step;
+  }
+
+  appendText(text) {
+    if (!this.text) {
+      this.text = h("p", { class: "text" });
+      this.current().append(this.text);
+    }
+    this.text.append(text);
+  }
+
+  tool(id, name) {
+    let tool = this.tools.get(id);
+    if (!tool) {
+      tool = new ToolCall(name);
+      this.tools.set(id, tool);
+      const step = this.current();
+      let list = step.lastElementChild;
+      if (!list?.classList.contains("tools")) {
+        list = h("ul", { class: "tools", "aria-label": "Tool activity" });
+        step.append(list);
+      }
+      list.append(tool.el);
+      this.text = null; // text after a tool starts a new paragraph
+    }
+    return tool;
+  }
+}
+
+// -- one conversation (one run) --------------------------------------------------------------
+
+class Conversation {
+  constructor(runId, question) {
+    this.runId = runId;
+    this.question = question;
+    this.lastSeq = -1;
+    this.status = null; // the run's status as last reported
+    this.legOpen = false;
+    this.finishReason = null;
+    this.error = "";
+    this.answer = h("div", { class: "answer" });
+    this.el = h("div", { class: "conversation" },
+      h("article", { class: "msg user", "aria-label": "You" }, h("p", {}, question)),
+      h("article", { class: "msg assistant", "aria-label": "Assistant" }, this.answer));
+    this.root = new Scope(this, [], this.answer);
+    this.scopes = new Map([["", this.root]]);
+    this.cards = new Map(); // approvalId → ApprovalCard
+    this.sent = []; // cards whose verdict awaits the server's answer, oldest first
+    this.checks = 0; // asked the server about undecided cards this many times in a row
+    this.checking = null;
+  }
+
+  /** A frame carrying a seq: a part, or the end of a leg. Repeats are dropped. */
+  receive(frame) {
+    if (frame.seq <= this.lastSeq) return;
+    this.lastSeq = frame.seq;
+    if (frame.type === "done") {
+      this.legOpen = false;
+      for (const scope of this.scopes.values()) for (const tool of scope.tools.values()) tool.pause();
+      this.checkApprovals();
+      refreshConversations();
+      return;
+    }
+    const part = frame.part;
+    this.legOpen = true;
+    if (part.type === "finish") this.finishReason = part.finishReason;
+    if (part.type === "error") this.error = part.message;
+    if (part.type === "start" || part.type === "step-start") this.error = "";
+    this.root.handle(part);
+  }
+
+  scope(path) {
+    const key = path.join("/");
+    let scope = this.scopes.get(key);
+    if (!scope) {
+      const parent = this.scope(path.slice(0, -1));
+      // A sub-agent's parts go inside the call of the tool that runs it.
+      const caller = [...parent.tools.values()].reverse().find((t) => t.name === path.at(-1));
+      const box = h("div", { class: "sub-agent", role: "group", "aria-label": `Agent ${path.join(" › ")}` },
+        h("p", { class: "sub-agent-name" }, path.join(" › ")));
+      (caller ? caller.el : parent.current()).append(box);
+      scope = new Scope(this, path, box);
+      this.scopes.set(key, scope);
+    }
+    return scope;
+  }
+
+  /** Drop what a discarded step held: tool calls, sub-agents and cards no longer shown. */
+  forgetDetached() {
+    for (const [key, scope] of this.scopes) {
+      if (key && !scope.container.isConnected) this.scopes.delete(key);
+      for (const [id, tool] of scope.tools) if (!tool.el.isConnected) scope.tools.delete(id);
+    }
+    for (const [id, card] of this.cards) if (!card.el.isConnected) this.cards.delete(id);
+  }
+
+  requestApproval(scope, part) {
+    // A sub-agent's request arrives twice: inside its sub-agent parts and bubbled up.
+    if (this.cards.has(part.approvalId)) return;
+    this.checks = 0;
+    const path = part.agentPath || scope.path;
+    const card = new ApprovalCard(this, part, path);
+    this.cards.set(part.approvalId, card);
+    const tool = scope.tools.get(part.toolCallId);
+    (tool ? tool.el : scope.current()).append(card.el);
+    if (tool) tool.card = card;
+    this.checkApprovals();
+  }
+
+  unchecked() {
+    return [...this.cards.values()].filter((c) => c.state === "checking");
+  }
+
+  /** Ask the page's JSON endpoint which undecided cards this user may decide. */
+  checkApprovals() {
+    if (this.checking || !this.unchecked().length) return;
+    this.checking = this.askServer().finally(() => {
+      this.checking = null;
+    });
+  }
+
+  async askServer() {
+    let approvals = [];
+    try {
+      const response = await fetch(config.approvalsUrl(this.runId), { headers: { Accept: "application/json" } });
+      if (response.ok) approvals = (await response.json()).approvals;
+    } catch {
+      // the server is away (a restart): ask again below
+    }
+    const known = new Map(approvals.map((a) => [a.approvalId, a]));
+    for (const card of this.unchecked()) {
+      const info = known.get(card.part.approvalId);
+      if (!info) continue;
+      card.offer(info);
+      if (card.state === "offered") focusCard(card);
+    }
+    updateRunStatus();
+    // The row is written with the leg's last checkpoint, which may follow the part a little.
+    if (this.unchecked().length && this.checks++ < APPROVAL_RETRIES && current === this) {
+      setTimeout(() => this.checkApprovals(), 500);
+    }
+  }
+
+  decide(card, approved, reason) {
+    const frame = { type: "approval-response", runId: this.runId, approvalId: card.part.approvalId, approved, reason };
+    if (approved) frame.token = card.part.token; // the signed token, echoed as it came
+    if (!send(frame)) return false;
+    this.sent.push(card);
+    return true;
+  }
+
+  recorded(frame) {
+    const card = this.cards.get(frame.approvalId);
+    this.sent = this.sent.filter((c) => c !== card);
+    card?.record(frame.status);
+  }
+
+  refused(frame) {
+    const card = this.sent.shift();
+    if (frame.code === "already_decided") card?.record("was decided already");
+    else card?.refused(frame.message);
+  }
+
+  describe() {
+    const open = [...this.cards.values()].filter((c) => c.open);
+    if (open.some((c) => c.state === "offered")) return "Waiting for your approval";
+    if (open.some((c) => c.state === "staff")) return "Waiting for staff approval";
+    if (this.error) return `Something went wrong: ${this.error}`;
+    if (!this.legOpen && (this.finishReason === "stop" || this.status === "completed")) return "Answer complete";
+    const running = [...this.scopes.values()]
+      .flatMap((s) => [...s.tools.values()])
+      .findLast((t) => t.state === "executing" && !t.paused);
+    if (running) return `Running ${running.name}…`;
+    if (this.legOpen || this.status === "running") return "The assistant is answering…";
+    return "";
+  }
+}
+
+// -- the page --------------------------------------------------------------------------------
+
+let current = null; // the Conversation shown
+let socket = null;
+let attempts = 0;
+
+const connected = () => socket?.readyState === WebSocket.OPEN;
+
+/** Send a frame when connected; on reconnecting the page subscribes again by itself. */
+function sendQuietly(frame) {
+  if (connected()) socket.send(JSON.stringify(frame));
+}
+
+/** Send a frame the user asked for; offline, say so. */
+function send(frame) {
+  if (!connected()) {
+    setText(ui.runStatus, "Not connected — try again in a moment.");
+    return false;
+  }
+  socket.send(JSON.stringify(frame));
+  return true;
+}
+
+function connect() {
+  socket = new WebSocket(config.wsUrl);
+  socket.addEventListener("open", () => {
+    attempts = 0;
+    setText(ui.connection, "");
+    ui.sendButton.disabled = false;
+    // Continue where this page left off: the server replays everything after lastSeq.
+    if (current) sendQuietly({ type: "subscribe", runId: current.runId, lastSeq: current.lastSeq });
+    refreshConversations();
+  });
+  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
+  socket.addEventListener("close", (event) => {
+    if (event.code === 4401) {
+      location.assign(`${config.loginUrl}?next=${encodeURIComponent(location.pathname + location.search)}`);
+      return;
+    }
+    ui.sendButton.disabled = true; // enabled again once connected
+    setText(ui.connection, "Reconnecting…");
+    const delay = Math.min(4000, 250 * 2 ** attempts) * (0.8 + Math.random() * 0.4);
+    attempts += 1;
+    setTimeout(connect, delay);
+  });
+}
+
+function onFrame(frame) {
+  if (frame.type === "error") {
+    if (frame.frame === "approval-response" && current) current.refused(frame);
+    else if (frame.code !== "rate_limited" && current) current.error = frame.message;
+  } else if (!current || frame.runId !== current.runId) {
+    return; // a frame of a conversation no longer shown
+  } else if (frame.type === "started" || frame.type === "subscribed") {
+    current.status = frame.status;
+    if (frame.type === "started") refreshConversations();
+  } else if (frame.type === "approval-recorded") {
+    current.recorded(frame);
+  } else if ("seq" in frame) {
+    const follow = isScrolledDown();
+    current.receive(frame);
+    if (follow) ui.transcript.scrollTop = ui.transcript.scrollHeight;
+  }
+  updateRunStatus();
+}
+
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text; // unchanged: no re-announcement
+}
+
+function updateRunStatus() {
+  const text = current ? current.describe() : "";
+  setText(ui.runStatus, text);
+  ui.transcript.setAttribute("aria-busy", String(Boolean(current?.legOpen)));
+}
+
+function isScrolledDown() {
+  const t = ui.transcript;
+  return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+}
+
+/** Bring a card that just got its buttons to the keyboard, unless the user is busy. */
+function focusCard(card) {
+  const active = document.activeElement;
+  const idle = !active || active === document.body || active === ui.heading ||
+    (ui.composer.contains(active) && !ui.message.value);
+  if (idle) card.el.focus();
+}
+
+/** Show a conversation, or (null) the welcome text of a new one. */
+function show(conversation, { push = true } = {}) {
+  if (current && current !== conversation) sendQuietly({ type: "unsubscribe", runId: current.runId });
+  current = conversation;
+  ui.transcript.replaceChildren(conversation ? conversation.el : ui.welcome);
+  setText(ui.heading, conversation ? conversation.question : "New conversation");
+  const url = conversation ? `?run=${encodeURIComponent(conversation.runId)}` : location.pathname;
+  if (push) history.pushState(null, "", url);
+  markSelected();
+  updateRunStatus();
+  document.body.classList.remove("nav-open");
+  ui.navToggle.setAttribute("aria-expanded", "false");
+}
+
+function open(runId, title, { push = true } = {}) {
+  if (current?.runId === runId) return;
+  show(new Conversation(runId, title), { push });
+  sendQuietly({ type: "subscribe", runId, lastSeq: -1 }); // a fresh view renders from the start
+  if (push) ui.heading.focus(); // the user picked it: take them there
+}
+
+function ask(text) {
+  const conversation = new Conversation(newRunId(), text);
+  if (!send({ type: "start", agent: config.agent, runId: conversation.runId, text, title: text.slice(0, 200) })) return;
+  show(conversation);
+  ui.message.value = "";
+}
+
+// -- the conversation list -------------------------------------------------------------------
+
+const titles = new Map(); // runId → title, for opening a conversation from the URL
+let listing = null; // the request in flight
+let relist = false; // asked again meanwhile: the answer in flight may be stale
+
+function refreshConversations() {
+  if (listing) {
+    relist = true;
+    return listing;
+  }
+  listing = loadConversations().finally(() => {
+    listing = null;
+    if (relist) {
+      relist = false;
+      refreshConversations();
+    }
+  });
+  return listing;
+}
+
+async function loadConversations() {
+  try {
+    const response = await fetch(`${config.runsUrl}?agent=${encodeURIComponent(config.agent)}&pageSize=50`,
+      { headers: { Accept: "application/json" } });
+    if (response.status === 401 || response.status === 403) location.assign(config.loginUrl);
+    else if (response.ok) renderConversations((await response.json()).results);
+  } catch {
+    // the server is away (a restart): the list refreshes once the socket is back
+  }
+}
+
+function renderConversations(runs) {
+  ui.noConversations.hidden = runs.length > 0;
+  ui.list.replaceChildren(...runs.map((run) => {
+    const title = run.title || "(untitled)";
+    titles.set(run.runId, title);
+    const link = h("a", { href: `?run=${encodeURIComponent(run.runId)}`, "data-run": run.runId },
+      h("span", { class: "title" }, title),
+      h("span", { class: "badge", "data-status": run.status }, STATUS_LABELS[run.status] || run.status));
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      open(run.runId, title);
+    });
+    return h("li", {}, link);
+  }));
+  markSelected();
+}
+
+function markSelected() {
+  for (const link of ui.list.querySelectorAll("a")) {
+    if (link.dataset.run === current?.runId) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function openFromUrl() {
+  const runId = new URLSearchParams(location.search).get("run");
+  if (!runId) return show(null, { push: false });
+  if (!titles.has(runId)) await refreshConversations();
+  return open(runId, titles.get(runId) || "Conversation", { push: false });
+}
+
+// -- wiring ----------------------------------------------------------------------------------
+
+ui.composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = ui.message.value.trim();
+  if (text) ask(text);
+});
+ui.message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    ui.composer.requestSubmit();
+  }
+});
+ui.newConversation.addEventListener("click", () => {
+  show(null);
+  ui.message.focus();
+});
+ui.navToggle.addEventListener("click", () => {
+  const opened = document.body.classList.toggle("nav-open");
+  ui.navToggle.setAttribute("aria-expanded", String(opened));
+});
+window.addEventListener("popstate", openFromUrl);
+
+openFromUrl().then(connect);

@@ -1,0 +1,67 @@
+"""The demo's pages: the chat, its login, and one JSON question the chat asks.
+
+The chat page is plain HTML plus ``static/chat/chat.js``; it talks to the WebSocket
+(``/ws/deuz/``) and the REST API (``/api/deuz/``). Nothing secret reaches the browser:
+approval tokens arrive inside the run's ``tool-approval-request`` parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from deuz_django.models import Run
+from deuz_django.permissions import decide_refusal
+
+AGENT = "assistant"
+
+
+class DemoLoginView(LoginView):
+    """Django's login with the chat's look; in development it names the demo accounts."""
+
+    template_name = "chat/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "demo_hint": settings.DEBUG}
+
+
+@login_required
+@require_GET
+def chat(request: HttpRequest) -> HttpResponse:
+    return render(request, "chat/index.html", {"agent": AGENT})
+
+
+@require_GET
+def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
+    """Each approval of a run the user sees, and whether the user may approve it.
+
+    The chat shows Approve / Deny only where ``mayDecide`` is true; elsewhere (a refund,
+    which only finance staff may approve) it shows that the call waits for staff.
+    """
+    if not request.user.is_authenticated:
+        return JsonResponse(
+            {"detail": "Sign in first.", "code": "not_authenticated"}, status=401
+        )
+    run = Run.objects.for_user(request.user).filter(run_id=run_id).first()
+    if run is None:
+        return JsonResponse({"detail": "No such run.", "code": "not_found"}, status=404)
+    approvals = []
+    for approval in run.approvals.select_related("run"):
+        refusal = decide_refusal(request.user, approval, approving=True)
+        approvals.append(
+            {
+                "approvalId": approval.approval_id,
+                "toolName": approval.tool_name,
+                "status": approval.status,
+                "mayDecide": refusal is None,
+                "refusal": refusal,
+            }
+        )
+    return JsonResponse({"runId": run.run_id, "approvals": approvals})

@@ -1,0 +1,133 @@
+"""The demo agent's conversations, driven through the run service as the chat drives them:
+start, resume, decide, resume."""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from deuz_django import services
+from deuz_django.exceptions import NotPermitted
+from example_project.models import Order
+
+from .support import answer, ask, decide, pending
+
+# The tools run in worker threads, on their own connections: data must be committed.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_greeting_is_answered_with_what_the_assistant_can_do(shop: Any) -> None:
+    run = ask(shop["customer"], "Hello!")
+    assert run.status == "completed"
+    assert answer(run).startswith("Hi! I can look up an order")
+
+
+def test_an_order_question_looks_the_order_up(shop: Any) -> None:
+    run = ask(shop["customer"], "Where is order A-1002?")
+    assert run.status == "completed"
+    assert answer(run) == "Order A-1002 (Coffee grinder, $89.50) is shipped."
+
+
+def test_an_unknown_order_gets_a_friendly_answer(shop: Any) -> None:
+    run = ask(shop["customer"], "Where is order Z-999?")
+    assert run.status == "completed"
+    assert answer(run) == "I couldn't find that order: There is no order Z-999."
+
+
+def test_a_refund_waits_for_staff_the_customer_may_not_approve_it(shop: Any) -> None:
+    run = ask(shop["customer"], "Please refund order A-1001")
+    assert run.status == "suspended"
+    approval = pending(run)
+    assert (approval.tool_name, approval.input) == (
+        "issue_refund",
+        {"order_id": "A-1001", "amount": 249, "reason": "Customer request"},
+    )
+    with pytest.raises(NotPermitted, match="needs the 'example_project"):
+        services.decide_approval(
+            approval, user=shop["customer"], approved=True, token=approval.token
+        )
+
+    run = decide(run, shop["staff"], approved=True)
+
+    assert run.status == "completed"
+    assert answer(run) == (
+        "Good news: Refunded $249.00 on A-1001. It reaches your card in 3–5 business days."
+    )
+    order = Order.objects.get(number="A-1001")
+    assert (order.status, order.refunded) == ("refunded", Decimal("249.00"))
+
+
+def test_a_refund_staff_deny_is_explained_and_refunds_nothing(shop: Any) -> None:
+    run = ask(shop["customer"], "Please refund order A-1002")
+    run = decide(run, shop["staff"], approved=False, reason="Outside the policy.")
+    assert answer(run) == (
+        "I'm sorry, the refund was not approved. "
+        "(Tool call denied. Reason: Outside the policy.)"
+    )
+    order = Order.objects.get(number="A-1002")
+    assert (order.status, order.refunded) == ("shipped", Decimal("0"))
+
+
+@pytest.mark.parametrize(
+    ("approved", "expected"),
+    [
+        (True, "Done — Email 'About your order A-1003' sent to ann@example.com."),
+        (
+            False,
+            "Understood, I did not send the email. "
+            "(Tool call denied. Reason: Not now.)",
+        ),
+    ],
+)
+def test_the_customer_decides_an_email_in_the_chat(
+    shop: Any, approved: bool, expected: str
+) -> None:
+    run = ask(shop["customer"], "Email order A-1003 to ann@example.com")
+    assert pending(run).input == {
+        "to": "ann@example.com",
+        "subject": "About your order A-1003",
+        "body": "Here is the summary you asked for.",
+    }
+    run = decide(run, shop["customer"], approved=approved, reason="Not now.")
+    assert run.status == "completed"
+    assert answer(run) == expected
+
+
+def test_the_researchers_note_bubbles_up_with_its_agent_path(shop: Any) -> None:
+    run = ask(shop["customer"], "Research the return policy")
+    approval = pending(run)
+    assert (approval.tool_name, approval.agent_path) == ("save_note", ["researcher"])
+    assert "Returns are accepted within 30 days" in approval.input["text"]
+
+    run = decide(run, shop["customer"], approved=True)
+
+    assert run.status == "completed"
+    assert answer(run) == (
+        "Here is what the researcher found: Returns are accepted within 30 days and "
+        "refunds take 3–5 business days. I saved a note to your file."
+    )
+
+
+def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
+    out = io.StringIO()
+    call_command("demo_setup", stdout=out)
+    assert "customer / customer-pass" in out.getvalue()
+    assert "staff / staff-pass" in out.getvalue()
+    assert User.objects.count() == 2
+    assert list(Order.objects.values_list("number", flat=True)) == [
+        "A-1001",
+        "A-1002",
+        "A-1003",
+    ]
+    staff = User.objects.get(username="staff")
+    assert staff.is_staff
+    assert staff.has_perm("example_project.approve_refund")
+    assert User.objects.get(username="customer").check_password("customer-pass")
+    assert not User.objects.get(username="customer").has_perm(
+        "example_project.approve_refund"
+    )

@@ -1,0 +1,108 @@
+"""The chat page, its login, and the JSON endpoint that tells the chat who may decide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+
+from .support import ask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def signed_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_chat_sends_anonymous_visitors_to_the_login_page(shop: Any) -> None:
+    response = Client().get("/")
+    assert (response.status_code, response["Location"]) == (302, "/login/?next=/")
+
+
+def test_signing_in_leads_to_the_chat(shop: Any) -> None:
+    client = Client()
+    page = client.get("/login/?next=/")
+    assert b'<label for="id_username">Username</label>' in page.content
+    response = client.post(
+        "/login/", {"username": "customer", "password": "customer-pass", "next": "/"}
+    )
+    assert (response.status_code, response["Location"]) == (302, "/")
+    chat = client.get("/")
+    assert chat.status_code == 200
+    assert b"Signed in as <strong>customer</strong>" in chat.content
+
+
+def test_a_wrong_password_is_said_so(shop: Any) -> None:
+    page = Client().post("/login/", {"username": "customer", "password": "nope"})
+    assert page.status_code == 200
+    assert b'role="alert"' in page.content
+
+
+@pytest.mark.parametrize(("debug", "shown"), [(True, True), (False, False)])
+def test_the_login_page_names_the_demo_accounts_only_in_development(
+    shop: Any, debug: bool, shown: bool
+) -> None:
+    with override_settings(DEBUG=debug):
+        page = Client().get("/login/")
+    assert (b"customer-pass" in page.content) is shown
+
+
+def test_the_chat_page_carries_no_secret(shop: Any) -> None:
+    page = signed_in(shop["customer"]).get("/")
+    content = page.content.decode()
+    assert settings.DEUZ["APPROVAL_SECRET"] not in content
+    assert settings.SECRET_KEY not in content
+    assert 'data-ws-path="/ws/deuz/"' in content
+    assert 'data-approvals-url="/demo/approvals/RUN_ID/"' in content
+
+
+def test_logging_out_returns_to_the_login_page(shop: Any) -> None:
+    client = signed_in(shop["customer"])
+    response = client.post("/logout/")
+    assert (response.status_code, response["Location"]) == (302, "/login/")
+    assert client.get("/").status_code == 302
+
+
+def test_the_owner_may_decide_an_email_but_only_staff_a_refund(shop: Any) -> None:
+    email = ask(shop["customer"], "Email me the details")
+    refund = ask(shop["customer"], "Please refund order A-1001")
+    customer, staff = signed_in(shop["customer"]), signed_in(shop["staff"])
+
+    assert customer.get(f"/demo/approvals/{email.run_id}/").json() == {
+        "runId": email.run_id,
+        "approvals": [
+            {
+                "approvalId": "email_1",
+                "toolName": "send_email",
+                "status": "pending",
+                "mayDecide": True,
+                "refusal": None,
+            }
+        ],
+    }
+    (mine,) = customer.get(f"/demo/approvals/{refund.run_id}/").json()["approvals"]
+    assert (mine["toolName"], mine["mayDecide"]) == ("issue_refund", False)
+    assert "approve_refund" in mine["refusal"]
+    (theirs,) = staff.get(f"/demo/approvals/{refund.run_id}/").json()["approvals"]
+    assert (theirs["mayDecide"], theirs["refusal"]) == (True, None)
+
+
+def test_approvals_of_a_run_are_hidden_from_others_and_anonymous_users(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Email me the details")
+    url = f"/demo/approvals/{run.run_id}/"
+    stranger = User.objects.create_user("eve", password="pw")
+    assert signed_in(stranger).get(url).status_code == 404
+    assert signed_in(shop["customer"]).get("/demo/approvals/nope/").status_code == 404
+    anonymous = Client().get(url)
+    assert (anonymous.status_code, anonymous.json()["code"]) == (
+        401,
+        "not_authenticated",
+    )
