@@ -24,6 +24,7 @@ from .core.durable import AgentCheckpoint
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
 from .exceptions import ApprovalNotFound, NotPermitted, RunBusy, RunNotFound
+from .journal import get_journal
 from .legs import ABORTED, LegOutcome, PartObserver, prepare_leg, run_leg
 from .models import Approval, ApprovalStatus, Run, RunStatus
 from .permissions import can_resume_run, can_view_run, decide_refusal, is_signed_in
@@ -304,4 +305,10 @@ def recoverable_runs(older_than: float, *, run_id: str | None = None) -> list[st
 
 def delete_run(run_id: str) -> None:
     """Remove a run with its history, approvals, journal and sub-agent runs."""
+    delete_journal(run_id)
     DjangoSessionStore().delete(run_id)
+
+
+def delete_journal(run_id: str) -> None:
+    """Remove a run's stream journal (kept for ``STREAM_RETENTION_DAYS``), not its history."""
+    async_to_sync(get_journal().delete)(run_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -70,3 +71,27 @@ async def test_a_leg_whose_lease_was_taken_over_cannot_append_to_the_journal() -
         '{"type":"start","messageId":"m"}',
         '{"type":"text-delta","text":"before"}',
     ]
+
+
+async def test_deleting_a_journal_goes_through_the_configured_journal(
+    settings: Any,
+) -> None:
+    # `deuz prune` and run deletion must reach Redis journals too, not just the table.
+    from deuz_django import services
+    from deuz_django.journal import get_journal
+
+    settings.DEUZ = {
+        **settings.DEUZ,
+        "STREAM_STORE": "deuz_django.journal.RedisJournal",
+    }
+    get_journal.cache_clear()
+    try:
+        journal = get_journal()
+        assert isinstance(journal, RedisJournal)
+        stream_id = f"run-{uuid.uuid4().hex}"
+        await journal.append(stream_id, [(0, "{}")])
+        await sync_to_async(services.delete_journal)(stream_id)
+        assert await journal.last_seq(stream_id) is None
+        await journal.aclose()
+    finally:
+        get_journal.cache_clear()

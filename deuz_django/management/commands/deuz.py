@@ -32,7 +32,7 @@ from ...exceptions import (
     RunNotResumable,
     UnknownAgent,
 )
-from ...models import Run, RunStatus, StreamEntry
+from ...models import Run, RunStatus
 from ...store import decode_message
 from ...transcript import transcript_lines
 
@@ -294,17 +294,22 @@ class Command(BaseCommand):
         completed = Run.objects.roots().filter(status=RunStatus.COMPLETED)
         runs = completed.filter(updated_at__lt=now - timedelta(days=completed_before))
         retention = timedelta(days=float(deuz_settings.STREAM_RETENTION_DAYS))
-        journals = StreamEntry.objects.filter(
-            run__in=completed.filter(updated_at__lt=now - retention)
-        ).exclude(run__in=runs)
-        count, parts = runs.count(), journals.count()
+        # The journals go through the configured journal (database or Redis).
+        old_journals = list(
+            completed.filter(updated_at__lt=now - retention)
+            .exclude(pk__in=runs)
+            .values_list("run_id", flat=True)
+        )
+        count = runs.count()
         verb = "would delete" if dry_run else "deleted"
         if not dry_run:
-            journals.delete()
+            for run_id in old_journals:
+                services.delete_journal(run_id)
             for run_id in runs.values_list("run_id", flat=True):
                 services.delete_run(run_id)
         self.stdout.write(
-            f"{verb} {count} completed run(s) and {parts} journaled part(s) of older runs"
+            f"{verb} {count} completed run(s) and the stream journals of "
+            f"{len(old_journals)} older run(s)"
         )
 
 

@@ -55,7 +55,7 @@ class Command(BaseCommand):
         staff = self._user(*STAFF, email="staff@example.com", is_staff=True)
         staff.groups.add(approvers)
         self.stdout.write(
-            "Demo users (log in at http://127.0.0.1:8000/):\n"
+            "Demo users:\n"
             f"  customer  {CUSTOMER[0]} / {CUSTOMER[1]}   — chats at /\n"
             f"  staff     {STAFF[0]} / {STAFF[1]}      — approves refunds at /admin/\n"
         )
