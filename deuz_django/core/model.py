@@ -10,8 +10,10 @@ canonical stream parts:
 - one :class:`~deuz_django.core.parts.FinishPart` with the call's usage and finish reason.
 
 Failures are raised (subclasses of :class:`~deuz_django.core.exceptions.ModelError`); the
-loop turns them into an ``error`` part or a raised error. A model must stop promptly when
-``request.signal`` aborts, closing its transport.
+loop turns them into an ``error`` part or a raised error. When the caller's signal aborts,
+the loop cancels the pending event and closes the stream (``aclose``): a model's generator
+must release its transport in ``finally`` (``request.signal`` is there for models that
+want to notice sooner).
 """
 
 from __future__ import annotations

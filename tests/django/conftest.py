@@ -6,6 +6,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 
+from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
+
 
 @pytest.fixture
 def make_user(db: Any) -> Callable[..., User]:
@@ -39,3 +41,14 @@ def effects(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list
         return path.read_text().splitlines() if path.exists() else []
 
     return read
+
+
+@pytest.fixture
+def ann(make_user: Callable[..., User]) -> User:
+    return make_user("ann")
+
+
+@pytest.fixture
+def run(ann: User) -> Any:
+    """A run of the ``gated`` agent owned by ann, suspended on its two approvals."""
+    return started(ann)

@@ -21,7 +21,6 @@ from tests.api.support import (  # noqa: F401
     approve,
     client,
     deny,
-    fresh_throttles,
     started,
     verdicts_url,
 )
@@ -29,16 +28,6 @@ from tests.api.support import (  # noqa: F401
 pytestmark = pytest.mark.django_db
 
 MakeUser = Callable[..., User]
-
-
-@pytest.fixture
-def ann(make_user: MakeUser) -> User:
-    return make_user("ann")
-
-
-@pytest.fixture
-def run(ann: User) -> Run:
-    return started(ann)
 
 
 ENDPOINTS = [

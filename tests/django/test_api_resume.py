@@ -12,27 +12,16 @@ from django.db import connection
 
 from deuz_django import leases
 from deuz_django.models import Run
-from tests.api.support import (  # noqa: F401
+from tests.api.support import (
     API,
     approve,
     client,
-    fresh_throttles,
     resume_url,
     started,
     verdicts_url,
 )
 
 MakeUser = Callable[..., User]
-
-
-@pytest.fixture
-def ann(make_user: MakeUser) -> User:
-    return make_user("ann")
-
-
-@pytest.fixture
-def run(ann: User) -> Run:
-    return started(ann)
 
 
 def resume(user: Any, run: Run, body: Any = None) -> Any:

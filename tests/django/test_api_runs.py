@@ -12,21 +12,11 @@ from django.contrib.auth.models import User
 from deuz_django.core.durable.codec import encode_json
 from deuz_django.models import Run, RunMessage
 from deuz_django.store import digest
-from tests.api.support import API, client, fresh_throttles, started  # noqa: F401
+from tests.api.support import API, client, started
 
 pytestmark = pytest.mark.django_db
 
 MakeUser = Callable[..., User]
-
-
-@pytest.fixture
-def ann(make_user: MakeUser) -> User:
-    return make_user("ann")
-
-
-@pytest.fixture
-def run(ann: User) -> Run:
-    return started(ann)
 
 
 VIEWERS = {

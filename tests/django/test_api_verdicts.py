@@ -12,13 +12,12 @@ from django.utils import timezone
 
 from deuz_django.conf import deuz_settings
 from deuz_django.models import Approval, Run
-from tests.api.support import (  # noqa: F401
+from tests.api.support import (
     API,
     approval,
     approve,
     client,
     deny,
-    fresh_throttles,
     mint,
     started,
     verdicts_url,
