@@ -15,10 +15,10 @@ import json
 import math
 import re
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
-_compact = partial(json.dumps, ensure_ascii=False, separators=(",", ":"))
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -26,11 +26,18 @@ def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
     """Compact JSON text; ``default`` converts what JSON cannot hold, as in ``json.dumps``.
 
     Tuples are written as lists. The tree is walked once to rewrite floats; the text itself
-    comes from ``json.dumps`` unless a float needs digits Python cannot produce.
+    comes from ``json.dumps`` unless a float needs digits Python cannot produce. A flat
+    object of strings (most stream parts: a text delta) has no number to rewrite and skips
+    the walk.
     """
-    walker = _Walker(default)
-    tree = walker.walk(value)
-    text = _encode_with_raw(tree) if walker.has_raw else _compact(tree)
+    if type(value) is dict and all(
+        type(k) is str and type(v) is str for k, v in value.items()
+    ):
+        text = _compact(value)
+    else:
+        walker = _Walker(default)
+        tree = walker.walk(value)
+        text = _encode_with_raw(tree) if walker.has_raw else _compact(tree)
     return text if text.isascii() else _SURROGATE.sub(_escape_surrogate, text)
 
 

@@ -13,14 +13,13 @@ replay is byte-identical to what was first sent.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from . import _jsjson
 from .exceptions import DeuzError
-from .parts import StreamPart, TextDeltaPart
+from .parts import StreamPart
 from .wire import to_ui_part
 
 DONE = '{"type":"done"}'
@@ -99,16 +98,6 @@ def is_done(data: str) -> bool:
     return data == DONE
 
 
-def _text_delta(text: str) -> str | None:
-    """A text delta's JSON, byte-identical to :func:`encode_part`'s; ``None`` when the
-    text holds a lone surrogate (which only the general encoder escapes like JS)."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return None
-    return '{"type":"text-delta","text":' + json.dumps(text, ensure_ascii=False) + "}"
-
-
 def encode_part(part: dict[str, object]) -> str:
     """Compact JSON the way the reference writes it (JS number formatting)."""
     return _jsjson.dumps(part)
@@ -176,11 +165,6 @@ class JournalWriter:
         return writer
 
     def add(self, part: StreamPart) -> None:
-        if type(part) is TextDeltaPart:  # most parts of a leg: encode them directly
-            fast = _text_delta(part.text)
-            if fast is not None:
-                self._append_record(fast)
-                return
         ui = to_ui_part(part)
         if ui is not None:
             self.add_ui(ui)
