@@ -96,37 +96,12 @@ def reply(
     )
 
 
-class ScriptedModel:
-    """Plays scripted replies in order; raises :class:`ScriptExhaustedError` past the end."""
-
-    def __init__(
-        self, replies: Sequence[ScriptedReply], *, model_id: str = "scripted"
-    ) -> None:
-        self.replies = list(replies)
-        self.requests: list[ModelRequest] = []
-        self._model_id = model_id
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        index = len(self.requests)
-        self.requests.append(request)
-        if index >= len(self.replies):
-            raise ScriptExhaustedError(
-                f"ScriptedModel: no reply left for call #{index + 1} "
-                f"(the script has {len(self.replies)})"
-            )
-        async for event in self.replies[index].play():
-            yield event
-
-
 class FunctionModel:
     """Answers each request with ``respond(request)``: a model driven by the history.
 
-    Unlike :class:`ScriptedModel`, its behaviour does not depend on how many calls one
-    instance has seen, so a run resumed in another process continues the same script.
+    Its behaviour does not depend on how many calls one instance has seen, so a run
+    resumed in another process continues the same script. ``requests`` records every
+    request it received.
     """
 
     def __init__(
@@ -147,3 +122,22 @@ class FunctionModel:
         self.requests.append(request)
         async for event in self.respond(request).play():
             yield event
+
+
+class ScriptedModel(FunctionModel):
+    """Plays scripted replies in order; raises :class:`ScriptExhaustedError` past the end."""
+
+    def __init__(
+        self, replies: Sequence[ScriptedReply], *, model_id: str = "scripted"
+    ) -> None:
+        super().__init__(self._next_reply, model_id=model_id)
+        self.replies = list(replies)
+
+    def _next_reply(self, request: ModelRequest) -> ScriptedReply:
+        index = len(self.requests) - 1  # this request is recorded already
+        if index >= len(self.replies):
+            raise ScriptExhaustedError(
+                f"ScriptedModel: no reply left for call #{index + 1} "
+                f"(the script has {len(self.replies)})"
+            )
+        return self.replies[index]
