@@ -64,14 +64,15 @@ class Feed:
     def __init__(self) -> None:
         self._runs: dict[str, _RunFeed] = {}
 
-    def _feed(self, run_id: str) -> _RunFeed:
+    def state(self, run_id: str) -> _RunFeed:
+        """The run's entry (created on first use): its recent records and nudge state."""
         feed = self._runs.get(run_id)
         if feed is None:
             feed = self._runs[run_id] = _RunFeed()
         return feed
 
     def publish(self, run_id: str, records: Sequence[Record]) -> None:
-        feed = self._feed(run_id)
+        feed = self.state(run_id)
         if feed.records and records and records[0][0] != feed.records[-1][0] + 1:
             feed.records.clear()  # a gap (another process wrote in between): start afresh
         feed.records.extend(records)
@@ -97,11 +98,11 @@ class Feed:
         return list(itertools.islice(feed.records, after + 1 - first, None))
 
     def set_writing(self, run_id: str, writing: bool) -> None:
-        self._feed(run_id).writing = writing
+        self.state(run_id).writing = writing
 
     async def wait(self, run_id: str, seconds: float) -> None:
         """Until something is published for ``run_id`` (or a nudge arrives), or ``seconds``."""
-        feed = self._feed(run_id)
+        feed = self.state(run_id)
         if feed.changed is None or feed.changed.done():
             feed.changed = asyncio.get_running_loop().create_future()
         with contextlib.suppress(TimeoutError):
@@ -137,7 +138,7 @@ async def _nudge(run_id: str, seq: int) -> None:
 async def _publish(run_id: str, records: list[Record]) -> None:
     """Wake local readers now; nudge other processes, throttled per run (trailing edge)."""
     feed.publish(run_id, records)
-    state = feed._feed(run_id)
+    state = feed.state(run_id)
     wait = NUDGE_INTERVAL - (time.monotonic() - state.last_nudge)
     if wait <= 0:
         state.last_nudge = time.monotonic()
