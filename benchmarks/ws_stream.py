@@ -155,10 +155,13 @@ async def bare(
 async def first_part_latencies(
     server: Server, cookie: str, samples: int
 ) -> tuple[list[float], list[float]]:
-    """ms to the first replayed frame of a finished run, and from start to first part."""
+    """ms to the first replayed frame of a finished run, and from start to first part.
+
+    Each sample opens its own socket, as a new tab would (one socket starting dozens of
+    runs a second would be — rightly — throttled by the consumer)."""
     replay, live = [], []
-    ws = await open_ws(server, "/ws/deuz/", cookie)
     for _ in range(samples):
+        ws = await open_ws(server, "/ws/deuz/", cookie)
         t0 = time.perf_counter()
         await ws.send(json.dumps({"type": "start", "agent": "streamer", "text": "go"}))
         run_id = await started(ws)
@@ -174,7 +177,7 @@ async def first_part_latencies(
                 replay.append((time.perf_counter() - t1) * 1000)
                 break
         await reader.close()
-    await ws.close()
+        await ws.close()
     return replay, live
 
 

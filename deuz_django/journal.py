@@ -62,8 +62,9 @@ class DatabaseJournal:
         errors: list[Exception | None] = []
         rows: list[tuple[int, int, str]] = []
         with transaction.atomic():
+            held = self._held_leases([fence for _, _, fence in batches])
             for stream_id, records, fence in batches:
-                error = self._check(stream_id, records, fence)
+                error = self._check(stream_id, records, fence, held)
                 errors.append(error)
                 if error is None and records:
                     pk = self._run_pks[stream_id]
@@ -80,8 +81,25 @@ class DatabaseJournal:
                     raise
         return errors
 
+    @staticmethod
+    def _held_leases(fences: list[object]) -> set[tuple[str, str, int]]:
+        """Which of the batches' leases still hold — one query for the whole round, not
+        one per batch (a hundred streaming legs would otherwise double the queries)."""
+        run_ids = {f.run_id for f in fences if isinstance(f, Lease)}
+        if not run_ids:
+            return set()
+        return set(
+            Run.objects.filter(run_id__in=run_ids).values_list(
+                "run_id", "lease_owner", "lease_generation"
+            )
+        )
+
     def _check(
-        self, stream_id: str, records: list[Record], fence: object
+        self,
+        stream_id: str,
+        records: list[Record],
+        fence: object,
+        held: set[tuple[str, str, int]],
     ) -> Exception | None:
         pk = self._run_pk(stream_id)
         if pk is None:
@@ -90,9 +108,7 @@ class DatabaseJournal:
             return None
         if (
             isinstance(fence, Lease)
-            and not Run.objects.filter(
-                pk=pk, lease_owner=fence.owner, lease_generation=fence.generation
-            ).exists()
+            and (fence.run_id, fence.owner, fence.generation) not in held
         ):
             return JournalFenced(
                 f"journal {stream_id!r}: lease generation {fence.generation} was taken over"
