@@ -11,7 +11,9 @@ class DeuzConfig(AppConfig):
     def ready(self) -> None:
         from . import checks as deuz_checks
         from .conf import reload_on_setting_changed
+        from .registry import forget_agents_on_setting_changed
 
         for check in deuz_checks.ALL:
             checks.register(check, "deuz_django")
         setting_changed.connect(reload_on_setting_changed)
+        setting_changed.connect(forget_agents_on_setting_changed)

@@ -5,11 +5,14 @@ The hierarchy::
 
     DeuzError (core)
     ├── RunNotFound          no such run, or one the user may not see (REST: 404)
+    ├── RunExists            a run with the caller-chosen id exists already (409)
     ├── RunBusy              another leg holds the run's lease (409)
     ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
     ├── ApprovalNotFound     no such approval on that run (400)
     ├── ApprovalAlreadyDecided  a decided approval never changes again (409)
     ├── InvalidVerdict       an approving verdict's token does not verify or pin the call (400)
+    │   └── ApprovalExpired  the approval is older than ``APPROVAL_MAX_AGE`` (400; recorded
+    │                        as expired by the surfaces that decide one call at a time)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
     └── UnknownAgent         no agent registered under that name (also a config error)
     NotPermitted (PermissionDenied)  the user may not do this (403)
@@ -24,6 +27,10 @@ from .core.exceptions import DeuzError
 
 class RunNotFound(DeuzError, LookupError):
     code = "run_not_found"
+
+
+class RunExists(DeuzError, ValueError):
+    code = "run_exists"
 
 
 class RunBusy(DeuzError):
@@ -50,6 +57,10 @@ class ApprovalAlreadyDecided(DeuzError):
 
 class InvalidVerdict(DeuzError, ValueError):
     code = "invalid_verdict"
+
+
+class ApprovalExpired(InvalidVerdict):
+    code = "approval_expired"
 
 
 class LeaseLost(DeuzError):

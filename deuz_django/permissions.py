@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .registry import find_tool, load_agent
+from .registry import agent_tools, find_tool
 
 if TYPE_CHECKING:
     from .core import Tool
@@ -53,10 +53,6 @@ def visible_runs(queryset: RunQuerySet, user: Any) -> RunQuerySet:
     return queryset.filter(owner=user)
 
 
-def can_start_run(user: Any) -> bool:
-    return is_signed_in(user)
-
-
 def can_view_run(user: Any, run: Run) -> bool:
     if not is_signed_in(user):
         return False
@@ -72,10 +68,10 @@ def can_resume_run(user: Any, run: Run) -> bool:
 def approval_tool(approval: Approval) -> Tool | None:
     """The tool behind an approval, found through the run's agent and the call's path."""
     try:
-        spec = load_agent(approval.run.agent)
+        tools = agent_tools(approval.run.agent)
     except LookupError:
         return None
-    return find_tool(spec.tool_set, approval.tool_name, approval.agent_path or ())
+    return find_tool(tools, approval.tool_name, approval.agent_path or ())
 
 
 def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | None:
@@ -101,10 +97,6 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
     if approving and not tool.approval_by_owner and _owns(user, run):
         return f"The run's owner may not approve their own {approval.tool_name} call."
     return None
-
-
-def can_decide(user: Any, approval: Approval, *, approving: bool = True) -> bool:
-    return decide_refusal(user, approval, approving=approving) is None
 
 
 def may_decide_some(user: Any) -> bool:

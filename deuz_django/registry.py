@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from django.utils.module_loading import import_string
@@ -65,6 +66,25 @@ def load_agent(name: str) -> AgentSpec:
     if not isinstance(spec, AgentSpec):
         raise UnknownAgent(f"DEUZ['AGENTS'][{name!r}] = {path!r} is not an AgentSpec.")
     return spec
+
+
+@cache
+def agent_tools(name: str) -> Mapping[str, Tool]:
+    """The tools of the agent registered as ``name``, built once per process.
+
+    Permission checks ask for a tool's policy (``approval_permission``, ...) on every
+    verdict and every queue row; rebuilding the agent each time would construct its model
+    too. An agent's tools are fixed for the life of a process (a deploy changes them);
+    the cache is dropped when the ``DEUZ`` setting changes. Legs still build the whole
+    agent with :func:`load_agent`, so nothing bound to an event loop is shared.
+    """
+    return load_agent(name).tool_set
+
+
+def forget_agents_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
+    """``setting_changed`` receiver, connected in ``AppConfig.ready``."""
+    if setting == "DEUZ":
+        agent_tools.cache_clear()
 
 
 def find_tool(

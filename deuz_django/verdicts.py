@@ -1,9 +1,16 @@
-"""Verdicts on approval rows: recording one (atomically, once) and turning a suspended run's
-rows into the approval responses its next leg settles with.
+"""Verdicts on approval rows: the one check that says whether a verdict may be recorded,
+the one write that records it, and the rows turned into the approval responses a run's
+next leg settles with.
 
-Who may decide is :mod:`deuz_django.permissions`' question and is asked by the run service
-before it calls in here. A decided row never changes again: every write is an ``UPDATE``
-conditional on the row still being ``pending``.
+Every surface — the admin, the REST API, the WebSocket consumer, the ``deuz`` command —
+asks :func:`check_verdict` (the REST API for a whole batch before it records any of it)
+and records with :func:`record_verdict`; :func:`decide` does both for one verdict. The
+check, in order: a signed-in user who may see the run, who may decide this call (the
+permission and separation-of-duties rules of :mod:`deuz_django.permissions`), an
+approval still pending and not too old, and — for an approval — a token that verifies,
+pins exactly this call on this run and is young enough (:func:`token_refusal`, the same
+check the resume-time settle makes). A decided row never changes again: every write is
+an ``UPDATE`` conditional on the row still being ``pending``.
 """
 
 from __future__ import annotations
@@ -21,9 +28,18 @@ from .core import ToolApprovalResponse
 from .core._approval import token_authorizes
 from .core.durable import ApprovalSigner, create_approval_signer
 from .core.durable.codec import decode_json
+from .core.exceptions import DeuzError
 from .core.tools import ToolCall
-from .exceptions import ApprovalAlreadyDecided, InvalidVerdict, RunNotResumable
+from .exceptions import (
+    ApprovalAlreadyDecided,
+    ApprovalExpired,
+    ApprovalNotFound,
+    InvalidVerdict,
+    NotPermitted,
+    RunNotResumable,
+)
 from .models import Approval, ApprovalStatus, Run, RunStatus
+from .permissions import can_view_run, decide_refusal, is_signed_in
 
 EXPIRED_REASON = "Approval expired."
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
@@ -41,15 +57,16 @@ def approval_signer() -> ApprovalSigner:
     )
 
 
-def _max_age() -> timedelta | None:
+def max_age() -> timedelta | None:
+    """``DEUZ["APPROVAL_MAX_AGE"]``: how long an approval and its token stay decidable."""
     seconds = deuz_settings.APPROVAL_MAX_AGE
     return None if seconds is None else timedelta(seconds=float(seconds))
 
 
 def expiry_cutoff(now: datetime | None = None) -> datetime | None:
     """Approvals created before this moment are too old to decide (``None``: no expiry)."""
-    max_age = _max_age()
-    return None if max_age is None else (now or timezone.now()) - max_age
+    age = max_age()
+    return None if age is None else (now or timezone.now()) - age
 
 
 def is_expired(approval: Approval, now: datetime | None = None) -> bool:
@@ -59,6 +76,30 @@ def is_expired(approval: Approval, now: datetime | None = None) -> bool:
 
 def _user_or_none(user: Any) -> Any:
     return user if getattr(user, "is_authenticated", False) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One answer to one pending call, as a surface received it.
+
+    ``token`` is what an untrusted client echoed (the REST API, the WebSocket); ``None``
+    on a surface whose user never sees tokens (the admin, the command), where the
+    approval's own stored token is checked instead — so every path passes the signer.
+    """
+
+    approved: bool
+    reason: str = ""
+    token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a verdict may not be recorded: the error to answer with, the bare reason (for
+    per-item API errors) and the input it is about."""
+
+    error: DeuzError | NotPermitted
+    problem: str
+    field: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,71 +115,108 @@ class Decision:
         return self.approval.status == ApprovalStatus.EXPIRED
 
 
-def token_error(approval: Approval, token: str) -> str | None:
-    """Why ``token`` does not authorize exactly this approval's call on this run."""
+def token_refusal(approval: Approval, token: str | None) -> str | None:
+    """Why ``token`` does not authorize exactly this approval's call on this run now:
+    it must verify, pin the call (id, tool, input), be bound to the run and be younger
+    than ``APPROVAL_MAX_AGE``."""
     if not token:
         return "an approving verdict needs the approval's token"
     signer = approval_signer()
-    if signer.verify(token) is None:
+    payload = signer.verify(token)
+    if payload is None:
         return "the token is forged, tampered with or garbled"
+    if payload.get("runId") != approval.run.run_id:
+        return "the token was minted for another run"
     verdict = ToolApprovalResponse(
         approval_id=approval.approval_id, approved=True, token=token
     )
     call = ToolCall(approval.tool_call_id, approval.tool_name, approval.input)
     if not token_authorizes(verdict, call, signer, None, approval.run.run_id):
-        return "the token was minted for another call or another run"
-    return None
-
-
-def verdict_problem(
-    approval: Approval, *, approved: bool, token: str | None
-) -> str | None:
-    """Why an untrusted client's verdict must be refused (``None``: it may be recorded).
-
-    Records nothing, so a caller (the REST API) can check a whole batch before recording
-    any of it. The signer check of :func:`record_verdict`, with a precise reason, and
-    stricter on age: an expired approval or token is refused, not recorded as expired.
-    A denial needs no token.
-    """
-    if not approved:
-        return None
-    if is_expired(approval):
-        return "the approval has expired"
-    problem = token_error(approval, token or "")
-    signer = approval_signer()
-    payload = signer.verify(token) if token else None
-    if payload is None:
-        return problem
-    if payload.get("runId") != approval.run.run_id:
-        return "the token was minted for another run"
-    if problem is not None:
         return "the token was minted for another call"
-    max_age = _max_age()
+    age = max_age()
     if (
-        max_age is not None
-        and signer.verify(token, max_age / timedelta(milliseconds=1)) is None
+        age is not None
+        and signer.verify(token, age / timedelta(milliseconds=1)) is None
     ):
         return "the token has expired"
     return None
 
 
-def record_verdict(
-    approval: Approval, user: Any, *, approved: bool, reason: str, token: str | None
-) -> Decision:
-    """Record one verdict; an approval past ``APPROVAL_MAX_AGE`` is recorded ``expired``.
+def check_verdict(
+    user: Any, approval: Approval, verdict: Verdict, *, now: datetime | None = None
+) -> Refusal | None:
+    """Whether ``user`` may record ``verdict`` on ``approval`` now (``None``: they may).
 
-    ``token`` is what an untrusted client echoed; ``None`` verifies the approval's own
-    stored token, so every path passes the same signer check.
+    Records nothing. An approval too old to decide is refused with
+    :class:`ApprovalExpired` (:func:`decide` records it as expired instead).
     """
+    if not is_signed_in(user):
+        problem = "Sign in to decide approvals."
+        return Refusal(NotPermitted(problem), problem, "approvalId")
+    run = approval.run
+    if not can_view_run(user, run):
+        problem = "no approval with this id on this run"
+        return Refusal(
+            ApprovalNotFound(f"No approval with id {approval.pk}."),
+            problem,
+            "approvalId",
+        )
+    problem = decide_refusal(user, approval, approving=verdict.approved)
+    if problem is not None:
+        return Refusal(NotPermitted(problem), problem, "approvalId")
+    return state_refusal(approval, verdict, now=now)
+
+
+def state_refusal(
+    approval: Approval, verdict: Verdict, *, now: datetime | None = None
+) -> Refusal | None:
+    """The part of :func:`check_verdict` that holds for anyone, operators included: the
+    approval is still pending and decidable, and an approving verdict's token is good."""
+    if not approval.is_pending:
+        return Refusal(
+            ApprovalAlreadyDecided(
+                f"Approval {approval.approval_id} was already {approval.status}."
+            ),
+            f"was already {approval.status}",
+            "approvalId",
+        )
+    if is_expired(approval, now):
+        problem = "the approval has expired"
+        return Refusal(
+            ApprovalExpired(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "token",
+        )
+    if not verdict.approved:
+        return None  # a denial needs no token
+    token = approval.token if verdict.token is None else verdict.token
+    problem = token_refusal(approval, token)
+    if problem is None:
+        return None
+    return Refusal(
+        InvalidVerdict(f"Approval {approval.approval_id}: {problem}."), problem, "token"
+    )
+
+
+def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
+    """Check and record one verdict (raising the refusal's error); an approval past
+    ``APPROVAL_MAX_AGE`` is recorded as ``expired`` and its call will not run."""
+    refusal = check_verdict(user, approval, verdict)
+    if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
+        raise refusal.error
+    return record_verdict(approval, user, verdict)
+
+
+def record_verdict(approval: Approval, user: Any, verdict: Verdict) -> Decision:
+    """Write a verdict that :func:`check_verdict` accepted (an expired approval is
+    written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
+    was recorded in between."""
     if is_expired(approval):
         status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
-    elif approved:
-        status = ApprovalStatus.APPROVED
-        problem = token_error(approval, approval.token if token is None else token)
-        if problem is not None:
-            raise InvalidVerdict(f"Approval {approval.approval_id}: {problem}.")
+    elif verdict.approved:
+        status, reason = ApprovalStatus.APPROVED, verdict.reason
     else:
-        status = ApprovalStatus.DENIED
+        status, reason = ApprovalStatus.DENIED, verdict.reason
     updated = Approval.objects.filter(
         pk=approval.pk, status=ApprovalStatus.PENDING
     ).update(
@@ -219,3 +297,19 @@ def collect_verdicts(
                 {"approvalId": approval_id, "approved": False, "reason": reason}
             )
     return verdicts
+
+
+def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
+    """The token age the resume-time settle accepts: ``APPROVAL_MAX_AGE`` as of the
+    moment each approval was decided (a leg that starts late must not deny what was
+    approved in time), so settle makes the same age check the decision did."""
+    age = max_age()
+    if age is None:
+        return None
+    approved = [v["approvalId"] for v in verdicts if v["approved"]]
+    decided = run.approvals.filter(approval_id__in=approved).values_list(
+        "decided_at", flat=True
+    )
+    now = timezone.now()
+    late = max(((now - at) for at in decided if at is not None), default=timedelta())
+    return (age + max(late, timedelta())) / timedelta(milliseconds=1)

@@ -8,12 +8,16 @@ approvals decided already (409), and the signer check of approving tokens (400).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import permissions as rules
+from ..exceptions import (
+    ApprovalAlreadyDecided,
+    ApprovalNotFound,
+    InvalidVerdict,
+    NotPermitted,
+)
 from ..models import Approval, Run
-from ..verdicts import verdict_problem
+from ..verdicts import Verdict, check_verdict
 from .exceptions import (
     Conflict,
     DeuzAPIException,
@@ -24,9 +28,6 @@ from .exceptions import (
     field_errors,
 )
 from .serializers import VerdictBatchSerializer
-
-Verdict = dict[str, Any]
-Checked = list[tuple[Verdict, Approval]]
 
 
 def read_batch(data: Any) -> dict[str, Any]:
@@ -53,32 +54,44 @@ def read_batch(data: Any) -> dict[str, Any]:
     raise InvalidVerdicts(_summary(errors), code="invalid", errors=errors)
 
 
-def check_batch(user: Any, run: Run, verdicts: list[Verdict]) -> Checked:
-    """Each verdict with its approval, once every check passed for every one of them."""
-    checked = list(zip(verdicts, _approvals(run, verdicts), strict=True))
-    _refuse(
-        VerdictsForbidden,
-        checked,
-        lambda v, a: rules.decide_refusal(user, a, approving=v["approved"]),
-        field="approvalId",
-    )
-    _refuse(
-        Conflict,
-        checked,
-        lambda v, a: None if a.is_pending else f"was already {a.status}",
-        field="approvalId",
-        code="approval_already_decided",
-    )
-    _refuse(
-        InvalidVerdicts,
-        checked,
-        lambda v, a: verdict_problem(a, approved=v["approved"], token=v.get("token")),
-        field="token",
-    )
+def check_batch(
+    user: Any, run: Run, verdicts: list[dict[str, Any]]
+) -> list[tuple[Verdict, Approval]]:
+    """Each verdict with its approval, once :func:`check_verdict` accepted every one.
+
+    The refusals of the most serious kind answer for the batch: permission (403), then
+    approvals decided already (409), then expiry and tokens (400).
+    """
+    checked = [
+        (Verdict(v["approved"], v.get("reason", ""), v.get("token", "")), a)
+        for v, a in zip(verdicts, _approvals(run, verdicts), strict=True)
+    ]
+    refusals = [
+        (index, verdicts[index], refusal)
+        for index, (verdict, approval) in enumerate(checked)
+        if (refusal := check_verdict(user, approval, verdict)) is not None
+    ]
+    for refused, error_class, code in _KINDS:
+        errors = [
+            _item(index, verdict, refusal.field, refusal.problem)
+            for index, verdict, refusal in refusals
+            if isinstance(refusal.error, refused)
+        ]
+        if errors:
+            raise error_class(_summary(errors), code=code, errors=errors)
     return checked
 
 
-def _approvals(run: Run, verdicts: list[Verdict]) -> list[Approval]:
+# Refusals by kind, most serious first, with the API error each kind answers with.
+_KINDS: tuple[tuple[type[Exception], type[DeuzAPIException], str | None], ...] = (
+    (NotPermitted, VerdictsForbidden, None),
+    (ApprovalNotFound, InvalidVerdicts, None),
+    (ApprovalAlreadyDecided, Conflict, "approval_already_decided"),
+    (InvalidVerdict, InvalidVerdicts, None),
+)
+
+
+def _approvals(run: Run, verdicts: list[dict[str, Any]]) -> list[Approval]:
     ids = [v["approvalId"] for v in verdicts]
     rows = {
         a.approval_id: a
@@ -99,24 +112,6 @@ def _approvals(run: Run, verdicts: list[Verdict]) -> list[Approval]:
     if errors:
         raise InvalidVerdicts(_summary(errors), errors=errors)
     return [rows[approval_id] for approval_id in ids]
-
-
-def _refuse(
-    error_class: type[DeuzAPIException],
-    checked: Sequence[tuple[Verdict, Approval]],
-    problem: Callable[[Verdict, Approval], str | None],
-    *,
-    field: str,
-    code: str | None = None,
-) -> None:
-    """Raise ``error_class`` naming every verdict ``problem`` finds something wrong with."""
-    errors = [
-        _item(index, verdict, field, message)
-        for index, (verdict, approval) in enumerate(checked)
-        if (message := problem(verdict, approval))
-    ]
-    if errors:
-        raise error_class(_summary(errors), code=code, errors=errors)
 
 
 def _item(index: int, verdict: Any, field: str, message: str) -> ErrorItem:

@@ -51,6 +51,7 @@ def decide(user: Any, row: Approval, approved: bool = True) -> str:
     except ApprovalNotFound:
         return "not found"
     Approval.objects.filter(pk=row.pk).update(status="pending", decided_at=None)
+    row.refresh_from_db()
     return "decided"
 
 
@@ -155,7 +156,7 @@ def test_a_deactivated_owner_may_do_nothing(people: dict[str, Any]) -> None:
     owner.is_active = False
     owner.save()
     assert not permissions.can_view_run(owner, run)
-    assert not permissions.can_start_run(owner)
+    assert not permissions.is_signed_in(owner)
     assert decide(owner, approval(run, "send_email")) == "forbidden"
 
 
