@@ -112,10 +112,10 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from django.tasks.backends.dummy import DummyBackend
     from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 
-    from .tasks import resume_run_task
+    from .tasks import run_claimed_leg_task
 
     try:
-        backend = task_backends[resume_run_task.backend]
+        backend = task_backends[run_claimed_leg_task.backend]
     except InvalidTaskBackend as error:
         return [
             Error(
@@ -135,7 +135,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             )
         ]
     try:
-        backend.validate_task(resume_run_task)
+        backend.validate_task(run_claimed_leg_task)
     except InvalidTask as error:
         return [
             Error(

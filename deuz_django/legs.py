@@ -27,7 +27,12 @@ from .live import LegStream
 from .models import Run, RunStatus
 from .registry import AgentSpec, load_agent
 from .store import DjangoSessionStore, Lease
-from .verdicts import approval_signer, collect_verdicts, current_pending
+from .verdicts import (
+    approval_signer,
+    collect_verdicts,
+    current_pending,
+    settle_max_age_ms,
+)
 
 logger = logging.getLogger("deuz_django")
 
@@ -45,20 +50,46 @@ class LegOutcome:
     pending_approvals: int
     error: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """What a background task returns (task results are JSON)."""
+        return {
+            "runId": self.run_id,
+            "status": self.status,
+            "finishReason": self.finish_reason,
+            "pendingApprovals": self.pending_approvals,
+            "error": self.error,
+        }
 
-def prepare_leg(
-    run_id: str, *, deny_remaining: bool, user: Any
-) -> tuple[AgentSpec, list[dict[str, Any]]]:
-    """Under the lease: check the run may resume, and gather its verdicts."""
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LegOutcome:
+        return cls(
+            run_id=data["runId"],
+            status=data["status"],
+            finish_reason=data["finishReason"],
+            pending_approvals=data["pendingApprovals"],
+            error=data["error"],
+        )
+
+
+def gather_verdicts(
+    run_id: str, *, deny_remaining: bool = False, user: Any = None
+) -> tuple[Run, list[dict[str, Any]]]:
+    """Under the lease: check the run may resume, and gather its verdicts (with
+    ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf)."""
     run = Run.objects.filter(run_id=run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:
         raise RunNotResumable(f"Run '{run_id}' is completed.")
-    spec = load_agent(run.agent)
     with transaction.atomic():
         verdicts = collect_verdicts(run, deny_remaining=deny_remaining, user=user)
-    return spec, verdicts
+    return run, verdicts
+
+
+def _prepare(run_id: str) -> tuple[AgentSpec, list[dict[str, Any]], float | None]:
+    """The agent, the verdicts the leg settles with, and the token age they pass at."""
+    run, verdicts = gather_verdicts(run_id)
+    return load_agent(run.agent), verdicts, settle_max_age_ms(verdicts, run)
 
 
 async def _keep_lease(lease: Lease, controller: AbortController) -> None:
@@ -134,19 +165,16 @@ async def _finish_after_cancel(
 async def run_leg(
     lease: Lease,
     *,
-    user: Any = None,
-    deny_remaining: bool = False,
     observer: PartObserver | None = None,
     controller: AbortController | None = None,
 ) -> LegOutcome:
-    """The leg itself, under ``lease``, which it renews while it runs and releases after."""
+    """The leg itself, under ``lease`` (a claim's: the verdicts are gathered already),
+    which it renews while it runs and releases after."""
     run_id = lease.run_id
     controller = controller or AbortController()
     renewer = asyncio.ensure_future(_keep_lease(lease, controller))
     try:
-        spec, verdicts = await sync_to_async(prepare_leg)(
-            run_id, deny_remaining=deny_remaining, user=user
-        )
+        spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
         options = spec.call_options()
         options["deps"] = with_django_threads(
             options.get("deps") or Deps(logger=logger)
@@ -154,6 +182,7 @@ async def run_leg(
         options.update(
             approval_responses=verdicts,
             approval_signer=approval_signer(),
+            approval_max_age_ms=max_age_ms,
             signal=controller.signal,
         )
         store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)

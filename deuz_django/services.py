@@ -1,9 +1,10 @@
 """The run service: the one module the admin, REST API, WebSocket consumer and the ``deuz``
-command call to start runs, decide approvals, resume runs and recover crashed ones.
+command call to start runs, decide approvals, continue runs and recover crashed ones.
 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
 the run's lease (:mod:`deuz_django.leases`), so exactly one process drives a run at a time
-and a crash anywhere is recovered by resuming again.
+and a crash anywhere is recovered by resuming again. Every surface continues a run the
+same way: :func:`continue_run` / :func:`acontinue_run` (:mod:`deuz_django.continuation`).
 """
 
 from __future__ import annotations
@@ -14,46 +15,48 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from . import leases
+from .continuation import Continuation, acontinue_run, continue_run
 from .core import AbortController, Message
 from .core.durable import AgentCheckpoint
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
-from .exceptions import ApprovalNotFound, NotPermitted, RunBusy, RunNotFound
+from .exceptions import ApprovalExpired, ApprovalNotFound, RunExists
 from .journal import get_journal
-from .legs import ABORTED, LegOutcome, PartObserver, prepare_leg, run_leg
+from .legs import ABORTED, LegOutcome, PartObserver
 from .models import Approval, ApprovalStatus, Run, RunStatus
-from .permissions import can_resume_run, can_view_run, decide_refusal, is_signed_in
+from .permissions import is_signed_in
 from .registry import load_agent
-from .store import DjangoSessionStore, Lease
+from .store import DjangoSessionStore
 from .verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     Decision,
+    Verdict,
     approval_signer,
     current_pending,
+    decide,
     expiry_cutoff,
     record_verdict,
+    state_refusal,
 )
 
 __all__ = [
     "ABORTED",
     "EXPIRED_REASON",
     "RESUMED_WITHOUT_VERDICT",
+    "Continuation",
     "Decision",
     "LegOutcome",
-    "aclaim_resume",
+    "acontinue_run",
     "adecide_approval",
     "approval_signer",
     "aresume_run",
-    "arun_claimed_leg",
-    "arun_leg",
     "astart_run",
-    "claim_resume",
+    "continue_run",
     "current_pending",
     "decide_approval",
     "delete_run",
@@ -87,30 +90,44 @@ def start_run(
     if spec.system is not None:
         history = (Message("system", spec.system), *history)
     run_id = run_id or uuid.uuid4().hex
-    with transaction.atomic():
-        if Run.objects.filter(run_id=run_id).exists():
-            raise ValueError(f"runId: run '{run_id}' already exists")
-        first_user_text = next(
-            (m.text for m in history if m.role == "user" and m.text), ""
-        )
-        run = Run.objects.create(
-            run_id=run_id,
-            agent=agent,
-            owner=owner if is_signed_in(owner) else None,
-            title=title or first_user_text[:200],
-        )
-        DjangoSessionStore().save(
-            AgentCheckpoint(
-                run_id=run_id,
-                step_id=f"{run_id}#0",
-                step_index=0,
-                status="running",
-                messages=history,
-                usage=EMPTY_USAGE,
-                created_at=int(timezone.now().timestamp() * 1000),
-            )
-        )
+    taken = RunExists(f"Run '{run_id}' already exists.")
+    if Run.objects.filter(run_id=run_id).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            run = _record_start(agent, history, owner, run_id, title)
+    except IntegrityError:  # the same id, started concurrently
+        raise taken from None
     run.refresh_from_db()
+    return run
+
+
+def _record_start(
+    agent: str,
+    history: tuple[Message, ...],
+    owner: Any,
+    run_id: str,
+    title: str,
+) -> Run:
+    """The run row and its first checkpoint (step 0, ``running``)."""
+    first_user_text = next((m.text for m in history if m.role == "user" and m.text), "")
+    run = Run.objects.create(
+        run_id=run_id,
+        agent=agent,
+        owner=owner if is_signed_in(owner) else None,
+        title=title or first_user_text[:200],
+    )
+    DjangoSessionStore().save(
+        AgentCheckpoint(
+            run_id=run_id,
+            step_id=f"{run_id}#0",
+            step_index=0,
+            status="running",
+            messages=history,
+            usage=EMPTY_USAGE,
+            created_at=int(timezone.now().timestamp() * 1000),
+        )
+    )
     return run
 
 
@@ -137,23 +154,21 @@ def decide_approval(
     reason: str = "",
     token: str | None = None,
 ) -> Decision:
-    """Record one verdict, atomically and once; the caller resumes when ``run_ready``.
+    """Record one verdict, atomically and once; the caller continues the run when
+    ``decision.run_ready`` (:func:`continue_run`).
 
-    Anonymous users get :class:`NotPermitted`; an approval on a run the user may not see
-    is :class:`ApprovalNotFound` (never "forbidden", which would confirm it exists).
+    The checks of :func:`deuz_django.verdicts.check_verdict`: anonymous users get
+    :class:`NotPermitted`; an approval on a run the user may not see is
+    :class:`ApprovalNotFound` (never "forbidden", which would confirm it exists).
     ``token`` is what an untrusted client echoed; without it (the admin) the approval's
     own stored token is verified. An approval older than ``APPROVAL_MAX_AGE`` is recorded
     as ``expired`` instead (``decision.expired``).
     """
-    approval = _approval_row(approval)
-    if not is_signed_in(user):
-        raise NotPermitted("Sign in to decide approvals.")
-    if not can_view_run(user, approval.run):
-        raise ApprovalNotFound(f"No approval with id {approval.pk}.")
-    refusal = decide_refusal(user, approval, approving=approved)
-    if refusal is not None:
-        raise NotPermitted(refusal)
-    return record_verdict(approval, user, approved=approved, reason=reason, token=token)
+    return decide(
+        user,
+        _approval_row(approval),
+        Verdict(approved=approved, reason=reason, token=token),
+    )
 
 
 adecide_approval = sync_to_async(decide_approval)
@@ -164,51 +179,17 @@ def record_operator_verdict(
 ) -> Decision:
     """A verdict from someone with shell access (``manage.py deuz resume --approve``).
 
-    No user permission applies, but an approval still needs its token to verify.
+    No user permission applies, but the approval must still be pending and decidable,
+    and an approval's stored token must still verify.
     """
-    return record_verdict(approval, None, approved=approved, reason=reason, token=None)
+    verdict = Verdict(approved=approved, reason=reason)
+    refusal = state_refusal(approval, verdict)
+    if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
+        raise refusal.error
+    return record_verdict(approval, None, verdict)
 
 
-# -- resuming -------------------------------------------------------------------------------
-
-
-async def arun_leg(
-    run_id: str,
-    *,
-    user: Any = None,
-    deny_remaining: bool = False,
-    observer: PartObserver | None = None,
-    controller: AbortController | None = None,
-) -> LegOutcome:
-    """Run one leg of ``run_id`` under its lease; raises ``RunBusy`` if another leg holds it.
-
-    ``observer`` sees every canonical part after it was journaled; ``controller`` lets the
-    caller cancel the leg. A leg whose lease was taken over stops writing at once and
-    ends with ``outcome.error`` saying so.
-    """
-    lease = await sync_to_async(leases.acquire)(run_id)
-    return await run_leg(
-        lease,
-        user=user,
-        deny_remaining=deny_remaining,
-        observer=observer,
-        controller=controller,
-    )
-
-
-async def arun_claimed_leg(
-    lease: Lease,
-    *,
-    observer: PartObserver | None = None,
-    controller: AbortController | None = None,
-) -> LegOutcome:
-    """Run the leg of a run claimed with :func:`claim_resume`, under the lease handed over.
-
-    Raises ``RunBusy`` when the claim lapsed and another leg took the run over meanwhile.
-    """
-    if not await sync_to_async(leases.renew)(lease):
-        raise RunBusy(lease.run_id)
-    return await run_leg(lease, observer=observer, controller=controller)
+# -- continuing -----------------------------------------------------------------------------
 
 
 async def aresume_run(
@@ -217,53 +198,28 @@ async def aresume_run(
     user: Any = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
+    controller: AbortController | None = None,
 ) -> LegOutcome:
-    """Resume a run on behalf of ``user`` (``None`` for system callers: tasks, recovery).
+    """Continue ``run_id`` here and wait for the leg's outcome (:func:`acontinue_run`
+    with ``in_process=True``, for callers that want the result: the command, tests).
 
-    A run the user may not see is :class:`RunNotFound`; one they see but may not resume,
-    or an anonymous user, is :class:`NotPermitted`.
+    ``user`` is who asks (``None`` for system callers); a run they may not see is
+    :class:`RunNotFound`, one they see but may not resume :class:`NotPermitted`.
     """
-    if user is not None:
-        await sync_to_async(_check_may_resume)(run_id, user)
-    return await arun_leg(
-        run_id, user=user, deny_remaining=deny_remaining, observer=observer
+    continuation = await acontinue_run(
+        run_id,
+        in_process=True,
+        user=user,
+        deny_remaining=deny_remaining,
+        observer=observer,
+        controller=controller,
     )
+    outcome = await continuation.wait()
+    assert outcome is not None  # a leg run here always has one
+    return outcome
 
 
 resume_run = async_to_sync(aresume_run)
-
-
-def _check_may_resume(run_id: str, user: Any) -> None:
-    if not is_signed_in(user):
-        raise NotPermitted("Sign in to resume runs.")
-    run = Run.objects.filter(run_id=run_id).select_related("owner").first()
-    if run is None or not can_view_run(user, run):
-        raise RunNotFound(f"No run '{run_id}'.")
-    if not can_resume_run(user, run):
-        raise NotPermitted("You may not resume this run.")
-
-
-def claim_resume(
-    run_id: str, *, user: Any = None, deny_remaining: bool = False
-) -> Lease:
-    """Take the run's lease now and check it may resume, so a request can answer at once
-    (``RunBusy``, ``RunNotResumable``, ``RunNotFound``, ``NotPermitted``) and hand the
-    leg to a background task: ``tasks.enqueue_claimed_leg(lease)``.
-
-    With ``deny_remaining`` the undecided approvals are denied here, in the request.
-    """
-    if user is not None:
-        _check_may_resume(run_id, user)
-    lease = leases.acquire(run_id)
-    try:
-        prepare_leg(run_id, deny_remaining=deny_remaining, user=user)
-    except BaseException:
-        leases.release(lease)
-        raise
-    return lease
-
-
-aclaim_resume = sync_to_async(claim_resume)
 
 
 # -- recovering -----------------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 The queue's actions and the run page's buttons both come through :func:`decide`, which
 records every verdict with :func:`deuz_django.services.decide_approval` — the same
-permission rules and signer check as the REST and WebSocket paths — and then resumes each
-run whose last pending approval was decided, through the background task.
+permission rules and signer check as the REST and WebSocket paths — and then continues
+each run whose last pending approval was decided, in the background
+(:func:`deuz_django.services.continue_run`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from ..exceptions import (
     ApprovalNotFound,
     InvalidVerdict,
     NotPermitted,
+    RunBusy,
+    RunNotResumable,
 )
 from ..models import Approval, Run, RunStatus
-from ..tasks import enqueue_resume
 from .display import decider, exact_time
 
 REASON_MAX_LENGTH = 2000
@@ -125,37 +127,40 @@ def already_decided(approval: Approval) -> str:
 
 
 def resume_and_report(request: HttpRequest, run: Run) -> None:
-    """Resume ``run`` in the background; a completed or busy run is reported, not resumed."""
+    """Continue ``run`` in the background; a completed or busy run is reported, not
+    continued."""
     level, text = _resume(run)
     messages.add_message(request, level, text)
 
 
 def _resume(run: Run) -> tuple[int, str]:
     params = {"run": run.run_id}
-    run.refresh_from_db(fields=["status"])
-    if run.status == RunStatus.COMPLETED:
-        return messages.INFO, ALREADY_COMPLETED % params
-    result = enqueue_resume(run.run_id)
+    try:
+        continuation = services.continue_run(run.run_id, in_process=False)
+    except RunBusy:
+        text = _("Run %(run)s is busy; it will continue when the current leg ends.")
+        return messages.WARNING, text % params
+    except RunNotResumable as error:
+        run.refresh_from_db(fields=["status"])
+        if run.status == RunStatus.COMPLETED:  # another resume finished it meanwhile
+            return messages.INFO, ALREADY_COMPLETED % params
+        text = _("Run %(run)s was not resumed: %(detail)s")
+        return messages.WARNING, text % {**params, "detail": error}
+    result = continuation.task
     if not result.is_finished:  # a worker backend will run it
         return messages.SUCCESS, _("Run %(run)s resumed in the background.") % params
     if result.status == TaskResultStatus.FAILED:
         text = _("Run %(run)s: the background resume failed; see the task's logs.")
         return messages.ERROR, text % params
-    outcome = result.return_value
-    if outcome["status"] == "busy":
+    outcome = continuation.outcome
+    if outcome is None:  # the claim lapsed and another leg took the run over
         text = _("Run %(run)s is busy; it will continue when the current leg ends.")
         return messages.WARNING, text % params
-    if outcome["status"] == "not-resumable":
-        run.refresh_from_db(fields=["status"])
-        if run.status == RunStatus.COMPLETED:  # another resume finished it meanwhile
-            return messages.INFO, ALREADY_COMPLETED % params
-        text = _("Run %(run)s was not resumed: %(detail)s")
-        return messages.WARNING, text % {**params, "detail": outcome.get("detail")}
-    if outcome.get("error"):
+    if outcome.error:
         text = _("Run %(run)s resumed in the background, but the leg failed: %(error)s")
-        return messages.ERROR, text % {**params, "error": outcome["error"]}
-    if outcome["status"] == RunStatus.SUSPENDED:
-        count = outcome.get("pendingApprovals", 0)
+        return messages.ERROR, text % {**params, "error": outcome.error}
+    if outcome.status == RunStatus.SUSPENDED:
+        count = outcome.pending_approvals
         text = ngettext(
             "Run %(run)s resumed in the background and now waits for %(count)d approval.",
             "Run %(run)s resumed in the background and now waits for %(count)d approvals.",
@@ -163,4 +168,4 @@ def _resume(run: Run) -> tuple[int, str]:
         )
         return messages.SUCCESS, text % {**params, "count": count}
     text = _("Run %(run)s resumed in the background; it is now %(status)s.")
-    return messages.SUCCESS, text % {**params, "status": outcome["status"]}
+    return messages.SUCCESS, text % {**params, "status": outcome.status}

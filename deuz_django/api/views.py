@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import QueryDict
 from django.urls import reverse
@@ -20,13 +20,13 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..exceptions import RunBusy, RunNotFound, RunNotResumable
-from ..models import Approval, ApprovalStatus, Run, RunMessage
-from ..services import claim_resume, decide_approval, start_run
-from ..tasks import enqueue_claimed_leg, enqueue_resume
+from ..exceptions import RunBusy, RunNotResumable
+from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet
+from ..services import continue_run, start_run
+from ..verdicts import record_verdict
 from . import docs
 from .batches import check_batch, read_batch
-from .exceptions import Conflict, exception_handler
+from .exceptions import exception_handler
 from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
 from .permissions import CanResumeRun, CanViewRun, IsActiveUser
@@ -73,28 +73,24 @@ class DeuzAPIView(generics.GenericAPIView):
         return self.request.build_absolute_uri(path)
 
     def visible_runs(self) -> QuerySet[Run]:
-        pending = Approval.objects.filter(status=ApprovalStatus.PENDING)
-        return (
-            Run.objects.for_user(self.request.user)
-            .roots()
-            .select_related("owner")
-            .prefetch_related(
-                Prefetch(
-                    "approvals",
-                    queryset=pending.select_related("run", "decided_by"),
-                    to_attr="pending_rows",
-                )
-            )
-        )
+        return self._runs().for_user(self.request.user)
 
     def get_run(self) -> Run:
         """The run named in the URL, if the user may see it (and pass the object checks)."""
-        run_id = self.kwargs["runId"]
-        run = self.visible_runs().filter(run_id=run_id).first()
-        if run is None:
-            raise RunNotFound(f"No run '{run_id}'.")
+        run = self._runs().visible(self.request.user, self.kwargs["runId"])
         self.check_object_permissions(self.request, run)
         return run
+
+    @staticmethod
+    def _runs() -> RunQuerySet:
+        pending = Approval.objects.filter(status=ApprovalStatus.PENDING)
+        return Run.objects.select_related("owner").prefetch_related(
+            Prefetch(
+                "approvals",
+                queryset=pending.select_related("run", "decided_by"),
+                to_attr="pending_rows",
+            )
+        )
 
     def read(self, serializer_class: Any, data: Any) -> dict[str, Any]:
         if isinstance(data, QueryDict):
@@ -130,22 +126,14 @@ class RunListView(DeuzAPIView):
     @docs.start_run
     def post(self, request: Request) -> Response:
         data = self.read(StartRunSerializer, request.data)
-        run_id = data.get("runId")
-        if run_id and Run.objects.filter(run_id=run_id).exists():
-            raise Conflict(f"Run '{run_id}' already exists.", code="run_exists")
-        try:
-            run = start_run(
-                agent=data["agent"],
-                messages=data["history"],
-                owner=request.user,
-                run_id=run_id,
-                title=data.get("title", ""),
-            )
-        except IntegrityError:
-            raise Conflict(
-                f"Run '{run_id}' already exists.", code="run_exists"
-            ) from None
-        enqueue_resume(run.run_id)
+        run = start_run(
+            agent=data["agent"],
+            messages=data["history"],
+            owner=request.user,
+            run_id=data.get("runId"),
+            title=data.get("title", ""),
+        )
+        continue_run(run.run_id, in_process=False)
         run = self.visible_runs().get(pk=run.pk)
         url = self.run_url(run.run_id)
         return Response(
@@ -181,7 +169,7 @@ class ApprovalListView(DeuzAPIView):
     def get_queryset(self) -> QuerySet[Approval]:
         filters = self.read(ApprovalFilterSerializer, self.request.query_params)
         approvals = Approval.objects.filter(
-            run__in=Run.objects.for_user(self.request.user).roots(),
+            run__in=Run.objects.for_user(self.request.user),
             status=filters["status"],
         )
         if "runId" in filters:
@@ -208,13 +196,7 @@ class RunVerdictsView(DeuzAPIView):
         checked = check_batch(request.user, run, batch["verdicts"])
         with transaction.atomic():
             decisions = [
-                decide_approval(
-                    approval,
-                    user=request.user,
-                    approved=verdict["approved"],
-                    reason=verdict.get("reason", ""),
-                    token=verdict.get("token"),
-                )
+                record_verdict(approval, request.user, verdict)
                 for verdict, approval in checked
             ]
         decided = ApprovalSerializer(
@@ -223,7 +205,7 @@ class RunVerdictsView(DeuzAPIView):
             context=self.get_serializer_context(),
         ).data
         ready = decisions[-1].run_ready
-        if ready and batch["resume"] and self._claim(run):
+        if ready and batch["resume"] and self._continue(run):
             return self.link(
                 run, "Verdicts recorded; the run resumes.", queued=True, decided=decided
             )
@@ -237,17 +219,16 @@ class RunVerdictsView(DeuzAPIView):
             run, f"Verdicts recorded; {waiting}.", queued=False, decided=decided
         )
 
-    def _claim(self, run: Run) -> bool:
-        """Queue the run's continuation unless another resumer has the run already.
+    def _continue(self, run: Run) -> bool:
+        """Queue the run's next leg unless another resumer has the run already.
 
-        The verdicts are what resume it, not the deciders' resume permission: the claim
-        is the system's, as after a decision in the admin.
+        The verdicts are what continue it, not the deciders' resume permission: the
+        claim is the system's, as after a decision in the admin.
         """
         try:
-            lease = claim_resume(run.run_id)
+            continue_run(run.run_id, in_process=False)
         except (RunBusy, RunNotResumable):
             return False
-        enqueue_claimed_leg(lease)
         return True
 
 
@@ -258,10 +239,12 @@ class RunResumeView(DeuzAPIView):
     def post(self, request: Request, runId: str) -> Response:
         run = self.get_run()
         options = self.read(ResumeSerializer, request.data)
-        lease = claim_resume(
-            run.run_id, user=request.user, deny_remaining=options["denyRemaining"]
+        continue_run(
+            run.run_id,
+            in_process=False,
+            user=request.user,
+            deny_remaining=options["denyRemaining"],
         )
-        enqueue_claimed_leg(lease)
         return self.link(
             run, "Resume queued; the leg runs in the background.", queued=True
         )

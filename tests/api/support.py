@@ -12,8 +12,7 @@ from rest_framework.test import APIClient
 from deuz_django.conf import deuz_settings
 from deuz_django.core.durable import create_approval_signer
 from deuz_django.models import Approval, Run
-from deuz_django.services import start_run
-from deuz_django.tasks import enqueue_resume
+from deuz_django.services import continue_run, start_run
 
 API = "/api/deuz"
 
@@ -40,7 +39,7 @@ def started(owner: Any, agent: str = "gated", **options: Any) -> Run:
         owner=owner,
         **options,
     )
-    enqueue_resume(run.run_id)
+    continue_run(run.run_id, in_process=False)
     run.refresh_from_db()
     return run
 

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.test import override_settings
 
 from deuz_django import leases, services
+from deuz_django.continuation import claim
 from deuz_django.core import AbortController, StreamPart
 from deuz_django.core.testing import ScriptedModel, reply
 from deuz_django.exceptions import (
@@ -24,6 +25,7 @@ from deuz_django.exceptions import (
 )
 from deuz_django.models import Run
 from deuz_django.registry import AgentSpec
+from deuz_django.tasks import run_claimed_leg_task
 
 from .run_support import PROMPT, age, approval, history, suspended, tool_results
 
@@ -184,7 +186,7 @@ def test_an_approving_verdict_needs_the_token_that_pins_this_call(
     for token, problem in (
         ("", "needs the approval's token"),
         ("v1.garbage.mac", "forged, tampered with or garbled"),
-        (refund.token, "another call or another run"),
+        (refund.token, "minted for another call"),
         (email.token[:-2], "forged"),
     ):
         with pytest.raises(InvalidVerdict, match=problem):
@@ -272,23 +274,23 @@ def test_a_claimed_resume_runs_later_under_the_handed_over_lease(
 ) -> None:
     ann = make_user("ann")
     run = suspended(owner=ann)
-    lease = services.claim_resume(run.run_id, user=ann, deny_remaining=True)
+    lease = claim(run.run_id, user=ann, deny_remaining=True)
     # The claim already decided (denied) what was undecided, and holds the run.
     assert not services.current_pending(run).exists()
     with pytest.raises(RunBusy):
         services.resume_run(run.run_id)
-    outcome = async_to_sync(services.arun_claimed_leg)(lease)
-    assert outcome.status == "completed"
+    outcome = run_claimed_leg_task.call(lease.run_id, lease.owner, lease.generation)
+    assert outcome["status"] == "completed"
     assert effects() == []
 
 
 def test_a_claim_taken_over_before_its_leg_starts_is_busy() -> None:
     run = services.start_run(agent="scripted", messages=PROMPT)
-    lease = services.claim_resume(run.run_id)
+    lease = claim(run.run_id)
     Run.objects.filter(pk=run.pk).update(lease_expires_at=None, lease_owner="")
     services.resume_run(run.run_id)
-    with pytest.raises(RunBusy):
-        async_to_sync(services.arun_claimed_leg)(lease)
+    busy = run_claimed_leg_task.call(lease.run_id, lease.owner, lease.generation)
+    assert busy == {"runId": run.run_id, "status": "busy"}
 
 
 # -- sub-agents and failures ---------------------------------------------------------------------
@@ -345,7 +347,7 @@ def test_an_aborted_leg_is_left_for_an_explicit_resume() -> None:
     async def abort_at_first_part(part: StreamPart) -> None:
         controller.abort()
 
-    outcome = async_to_sync(services.arun_leg)(
+    outcome = async_to_sync(services.aresume_run)(
         run.run_id, observer=abort_at_first_part, controller=controller
     )
     assert outcome.finish_reason == "aborted"

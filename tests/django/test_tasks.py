@@ -1,5 +1,6 @@
-"""Background resume through ``django.tasks``: the immediate backend in development and
-tests, django-tasks-db and its ``db_worker`` in production (RECIPES.md)."""
+"""Background legs through ``django.tasks``: the immediate backend in development and
+tests, django-tasks-db and its ``db_worker`` in production (RECIPES.md). Every queued leg
+was claimed first (``continue_run(..., in_process=False)``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from django.tasks import TaskResultStatus
 from django.test import override_settings
 
 from deuz_django import leases, services
-from deuz_django.tasks import enqueue_claimed_leg, enqueue_resume, resume_run_task
+from deuz_django.exceptions import RunBusy, RunNotResumable
+from deuz_django.tasks import enqueue_claimed_leg
 
 from .agents import TOOL_PERMISSION
 from .processes import run_manage
@@ -36,7 +38,7 @@ def test_the_immediate_backend_resumes_the_run_after_its_last_decision(
     run = suspended(owner=ann)
     decision = decide_all(run, ann)
     assert decision.run_ready
-    result = enqueue_resume(run.run_id)
+    result = services.continue_run(run.run_id, in_process=False).task
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.return_value == {
         "runId": run.run_id,
@@ -48,32 +50,51 @@ def test_the_immediate_backend_resumes_the_run_after_its_last_decision(
     assert effects() == ["send_email:ann@example.com"]
 
 
-def test_a_queued_resume_of_a_busy_or_waiting_run_reports_instead_of_failing(
+def test_a_busy_or_waiting_run_is_refused_when_claimed_and_nothing_is_queued(
     ann: Any,
 ) -> None:
     run = suspended(owner=ann)
-    waiting = enqueue_resume(run.run_id).return_value
-    assert waiting["status"] == "not-resumable"
-    assert "still waits for a verdict" in waiting["detail"]
+    with pytest.raises(RunNotResumable, match="still waits for a verdict"):
+        services.continue_run(run.run_id, in_process=False)
     lease = leases.acquire(run.run_id)
-    assert enqueue_resume(run.run_id, deny_remaining=True).return_value == {
-        "runId": run.run_id,
-        "status": "busy",
-    }
+    with pytest.raises(RunBusy):
+        services.continue_run(run.run_id, in_process=False, deny_remaining=True)
     leases.release(lease)
-    assert enqueue_resume(run.run_id, deny_remaining=True).return_value["status"] == (
-        "completed"
+    continuation = services.continue_run(
+        run.run_id, in_process=False, deny_remaining=True
     )
+    assert continuation.outcome is not None
+    assert continuation.outcome.status == "completed"
 
 
 def test_a_claimed_leg_runs_in_the_task_under_the_handed_over_lease(ann: Any) -> None:
+    from deuz_django.continuation import claim
+
     run = suspended(owner=ann)
     decide_all(run, ann)
-    lease = services.claim_resume(run.run_id, user=ann)
+    lease = claim(run.run_id, user=ann)
     result = enqueue_claimed_leg(lease)
     assert result.return_value["status"] == "completed"
     run.refresh_from_db()
     assert run.lease_owner == ""
+
+
+def test_a_claimed_leg_whose_lease_was_taken_over_is_left_to_the_new_holder(
+    ann: Any,
+) -> None:
+    from deuz_django.continuation import claim
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    stale = claim(run.run_id)
+    run.__class__.objects.filter(pk=run.pk).update(lease_expires_at=None)
+    holder = leases.acquire(run.run_id)  # the claim lapsed; recovery took the run
+    assert enqueue_claimed_leg(stale).return_value == {
+        "runId": run.run_id,
+        "status": "busy",
+    }
+    run.refresh_from_db()
+    assert (run.status, run.lease_generation) == ("suspended", holder.generation)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -87,7 +108,7 @@ def test_django_tasks_db_queues_the_resume_for_db_worker(
     with override_settings(
         TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     ):
-        queued = resume_run_task.enqueue(run.run_id)
+        queued = services.continue_run(run.run_id, in_process=False).task
     assert queued.status == TaskResultStatus.READY
     run.refresh_from_db()
     assert run.status == "suspended"  # nothing ran in this process

@@ -1,0 +1,191 @@
+"""One way a run continues: claim it, then run its next leg here or in a worker.
+
+Everything that moves a run on — the WebSocket and SSE after a verdict or a crash, the
+REST API, the admin, the ``deuz`` command, recovery — calls :func:`acontinue_run` or
+:func:`continue_run`. The claim is the same for all of them: the caller's permission
+(when a user asks), the run's lease taken by compare-and-set, the run checked resumable
+and its verdicts gathered. So the caller learns at once that the run is busy
+(:class:`RunBusy`), finished or still waiting for a verdict (:class:`RunNotResumable`),
+unknown (:class:`RunNotFound`) or not theirs to resume (:class:`NotPermitted`). Only
+where the leg then runs differs:
+
+- ``in_process=True``: in this process's event loop, as a background task (a socket may
+  come and go meanwhile) — or, from sync code, to its end before returning;
+- ``in_process=False``: queued through ``django.tasks``; the task takes the lease over
+  (:func:`deuz_django.tasks.enqueue_claimed_leg`). If the task is lost, the lease lapses
+  and recovery continues the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+
+from . import leases
+from .core import AbortController
+from .exceptions import NotPermitted, RunBusy, RunNotResumable
+from .legs import LegOutcome, PartObserver, gather_verdicts, run_leg
+from .models import Run
+from .permissions import can_resume_run, is_signed_in
+from .registry import agent_tools
+from .store import Lease
+from .tasks import enqueue_claimed_leg
+
+logger = logging.getLogger("deuz_django")
+
+_running: dict[str, asyncio.Task[LegOutcome]] = {}  # legs this process runs right now
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A claimed run whose next leg runs here (``leg``) or was queued (``task``)."""
+
+    run_id: str
+    leg: asyncio.Task[LegOutcome] | None = None
+    task: Any = None  # the django.tasks TaskResult
+    finished: LegOutcome | None = None  # a leg already run to its end
+
+    @property
+    def outcome(self) -> LegOutcome | None:
+        """How the leg ended, when that is known already (``None`` while it runs)."""
+        if self.finished is not None:
+            return self.finished
+        if self.leg is not None and self.leg.done() and not self.leg.cancelled():
+            return self.leg.result()
+        if self.task is not None and self.task.is_finished:
+            value = self.task.return_value
+            if (
+                value and value.get("status") != "busy"
+            ):  # busy: the claim was taken over
+                return LegOutcome.from_json(value)
+        return None
+
+    async def wait(self) -> LegOutcome | None:
+        """The leg's outcome once it ended here; a queued leg is not waited for.
+
+        Cancelling the waiter cancels the leg, which aborts cooperatively: this returns
+        (re-raising the cancellation) only once the leg really stopped and released its
+        lease, so a tool of it still running is never raced by a new leg.
+        """
+        leg = self.leg
+        if leg is None:
+            return self.outcome
+        try:
+            return await asyncio.shield(leg)
+        except asyncio.CancelledError:
+            leg.cancel()
+            while not leg.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(leg)
+            raise
+
+
+def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lease:
+    """Take the run's lease and check it may continue (see the module docstring).
+
+    ``user`` is who asks (``None`` for the system: verdicts that left nothing undecided,
+    tasks, recovery). With ``deny_remaining`` the undecided approvals are denied now, in
+    the caller, recorded as ``user``'s.
+    """
+    if user is not None:
+        _check_may_resume(run_id, user)
+    lease = leases.acquire(run_id)
+    try:
+        run, _verdicts = gather_verdicts(
+            run_id, deny_remaining=deny_remaining, user=user
+        )
+        agent_tools(run.agent)  # an agent that cannot be built fails the claim
+    except BaseException:
+        leases.release(lease)
+        raise
+    return lease
+
+
+def _check_may_resume(run_id: str, user: Any) -> None:
+    if not is_signed_in(user):
+        raise NotPermitted("Sign in to resume runs.")
+    run = Run.objects.visible(user, run_id)
+    if not can_resume_run(user, run):
+        raise NotPermitted("You may not resume this run.")
+
+
+async def acontinue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Claim ``run_id`` and start its next leg: a task of this event loop, or queued.
+
+    ``observer`` (every canonical part, after it was journaled) and ``controller`` (to
+    abort the leg) apply to a leg run here.
+    """
+    lease = await sync_to_async(claim)(run_id, user=user, deny_remaining=deny_remaining)
+    if not in_process:
+        return Continuation(
+            run_id, task=await sync_to_async(enqueue_claimed_leg)(lease)
+        )
+    leg = asyncio.ensure_future(
+        run_leg(lease, observer=observer, controller=controller)
+    )
+    _running[run_id] = leg
+    leg.add_done_callback(lambda done: _forget(run_id, done))
+    return Continuation(run_id, leg=leg)
+
+
+def continue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+) -> Continuation:
+    """:func:`acontinue_run` for sync callers; a leg run here has ended on return."""
+    if not in_process:
+        return Continuation(
+            run_id,
+            task=enqueue_claimed_leg(
+                claim(run_id, user=user, deny_remaining=deny_remaining)
+            ),
+        )
+
+    async def to_the_end() -> LegOutcome | None:
+        continuation = await acontinue_run(
+            run_id,
+            in_process=True,
+            user=user,
+            deny_remaining=deny_remaining,
+            observer=observer,
+        )
+        return await continuation.wait()
+
+    return Continuation(run_id, finished=async_to_sync(to_the_end)())
+
+
+async def acontinue_quietly(run_id: str) -> Continuation | None:
+    """Continue the run here unless another leg has it or it cannot move on — what a
+    reader does after a verdict or on finding its run abandoned. Never raises."""
+    try:
+        return await acontinue_run(run_id, in_process=True)
+    except (RunBusy, RunNotResumable, LookupError) as error:  # LookupError: gone,
+        # or its agent is unknown
+        logger.info("deuz: run %s not continued here: %s", run_id, error)
+    except Exception:
+        logger.exception("deuz: continuing run %s failed", run_id)
+    return None
+
+
+def _forget(run_id: str, leg: asyncio.Task[LegOutcome]) -> None:
+    if _running.get(run_id) is leg:
+        del _running[run_id]
+    if not leg.cancelled() and leg.exception() is not None:
+        logger.error("deuz: leg of run %s failed", run_id, exc_info=leg.exception())
