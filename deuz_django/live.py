@@ -1,23 +1,24 @@
-"""Live runs: journal every leg, tell readers, and drive legs in this process.
+"""Live runs: the fan-out of every leg's parts — journal them, tell readers, hear cancels.
 
-Whatever starts a leg — the WebSocket, the admin, a REST call, a worker, the ``deuz``
-command — goes through the run service, which wraps the leg in a :class:`LegStream`: every
-part is journaled (:mod:`deuz_django.core.journal`) before anyone hears of it; then readers
-in this process are woken at once and other processes get a *nudge* through the channel
-layer ("run X has parts up to seq N"), at most every ``NUDGE_INTERVAL`` per run. Nudges are
-hints, never carriers: a dropped one costs latency, not parts, because readers re-read the
-journal (and poll it on silence).
+Whoever runs a leg (:mod:`deuz_django.legs`, in a web process or a worker) wraps it in a
+:class:`LegStream`: every part is journaled (:mod:`deuz_django.core.journal`) before anyone
+hears of it; then readers in this process are woken at once (:data:`feed`) and other
+processes get a *nudge* through the channel layer ("run X has parts up to seq N"), at most
+every ``NUDGE_INTERVAL`` per run. Nudges are hints, never carriers: a dropped one costs
+latency, not parts, because readers re-read the journal (and poll it on silence). This
+module knows nothing of runs beyond their parts: it sits below the legs and the service.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +39,21 @@ RECENT_RECORDS = 4096
 
 def run_group(run_id: str) -> str:
     """The channel-layer group readers of ``run_id`` join (``deuz.run.<run_id>``)."""
-    return f"deuz.run.{run_id}"
+    return _group("deuz.run.", run_id)
 
 
 def control_group(run_id: str) -> str:
     """Where a leg listens for ``cancel``, apart from the nudge traffic."""
-    return f"deuz.control.{run_id}"
+    return _group("deuz.control.", run_id)
+
+
+def _group(prefix: str, run_id: str) -> str:
+    """Channels' group names stay under 100 characters: a run id too long to fit (the
+    API takes up to 100) is replaced by its digest."""
+    name = prefix + run_id
+    if len(name) < 100:
+        return name
+    return f"{prefix}sha256.{hashlib.sha256(run_id.encode()).hexdigest()[:48]}"
 
 
 # -- this process's readers -------------------------------------------------------------------
@@ -54,12 +64,16 @@ class _RunFeed:
     records: deque[Record] = field(default_factory=lambda: deque(maxlen=RECENT_RECORDS))
     changed: asyncio.Future[None] | None = None
     writing: bool = False  # a leg of this run is journaled by this process right now
+    readers: int = 0  # readers in this process following the run
     last_nudge: float = 0.0
     nudge_pending: bool = False
 
 
 class Feed:
-    """The records journaled in this process, kept briefly so local readers skip the database."""
+    """The records journaled in this process, kept briefly so local readers skip the
+    database. A run's entry lives while a leg of it is journaled here or a reader here
+    follows it, and not a moment longer: a long-lived daphne streaming many runs keeps
+    only the live ones in memory."""
 
     def __init__(self) -> None:
         self._runs: dict[str, _RunFeed] = {}
@@ -99,6 +113,20 @@ class Feed:
 
     def set_writing(self, run_id: str, writing: bool) -> None:
         self.state(run_id).writing = writing
+        if not writing:
+            self._release(run_id)
+
+    @contextlib.contextmanager
+    def reading(self, run_id: str) -> Iterator[None]:
+        """While a reader follows ``run_id``: its entry is kept (and :meth:`wait` works)."""
+        self.state(run_id).readers += 1
+        try:
+            yield
+        finally:
+            feed = self._runs.get(run_id)
+            if feed is not None:
+                feed.readers -= 1
+                self._release(run_id)
 
     async def wait(self, run_id: str, seconds: float) -> None:
         """Until something is published for ``run_id`` (or a nudge arrives), or ``seconds``."""
@@ -109,8 +137,14 @@ class Feed:
             async with asyncio.timeout(seconds):
                 await asyncio.shield(feed.changed)
 
-    def forget(self, run_id: str) -> None:
-        self._runs.pop(run_id, None)
+    def __len__(self) -> int:
+        """How many runs this process keeps an entry for."""
+        return len(self._runs)
+
+    def _release(self, run_id: str) -> None:
+        feed = self._runs.get(run_id)
+        if feed is not None and not feed.writing and feed.readers <= 0:
+            del self._runs[run_id]
 
 
 feed = Feed()
@@ -154,6 +188,9 @@ async def _publish(run_id: str, records: list[Record]) -> None:
             await _nudge(run_id, latest[-1][0] if latest else records[-1][0])
 
         _keep(asyncio.ensure_future(trailing()))
+
+
+_controllers: dict[str, AbortController] = {}  # legs journaled here, by run id
 
 
 # -- one leg ------------------------------------------------------------------------------------
@@ -221,40 +258,7 @@ class LegStream:
             await layer.group_discard(group, channel)
 
 
-# -- legs driven by this process ------------------------------------------------------------
-
-
-_legs: dict[str, asyncio.Task[None]] = {}
-_controllers: dict[str, AbortController] = {}
-
-
-def drive(run_id: str, *, deny_remaining: bool = False) -> asyncio.Task[None]:
-    """Run the next leg of ``run_id`` here, in the background (a socket may come and go).
-
-    A leg already driven by this process is returned; another process's leg makes this one
-    a no-op (the lease decides).
-    """
-    from .services import arun_leg  # the service module imports this one
-
-    running = _legs.get(run_id)
-    if running is not None and not running.done():
-        return running
-
-    async def leg() -> None:
-        try:
-            await arun_leg(run_id, deny_remaining=deny_remaining)
-        except Exception as error:
-            code = getattr(error, "code", "")
-            if code in ("run_busy", "run_not_resumable", "run_not_found"):
-                logger.info("deuz: run %s not driven here: %s", run_id, error)
-            else:
-                logger.exception("deuz: leg of run %s failed", run_id)
-        finally:
-            _legs.pop(run_id, None)
-
-    task = asyncio.ensure_future(leg())
-    _legs[run_id] = task
-    return task
+# -- cancel ------------------------------------------------------------------------------------
 
 
 async def cancel(run_id: str) -> None:

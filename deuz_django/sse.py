@@ -2,94 +2,98 @@
 
 The original TypeScript client (``connectDeuzStream``) can follow our runs: ``id: <seq>``
 lines, ``Last-Event-ID`` replay, the live tail, ``[DONE]`` at the last leg's end, and crash
-continuation — when the stream is silent, the run is open and its lease lapsed (its process
-died), the run is re-driven here, once (the lease decides who).
+continuation (the reader, :mod:`deuz_django.following`, continues a run whose process
+died). Requests authenticate like every API request, through the REST framework's
+authentication classes (session, token, …).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
-from . import live
 from .core import sse
+from .exceptions import RunNotFound
+from .following import Unavailable, follow
 from .journal import get_journal
 from .models import Run
-from .permissions import can_view_run
-from .services import recoverable_runs
+from .permissions import is_signed_in
 
-LIVE_PROBE_SECONDS = 1.5
 IDLE_CLOSE_SECONDS = (
     30.0  # a silent stream closes without [DONE]; the client reconnects
 )
 POLL_SECONDS = 0.15
 
 
-async def _user(request: HttpRequest) -> Any:
-    """The session user, or the owner of an ``Authorization: Token …`` header."""
-    user = await request.auser()
-    if user.is_authenticated:
-        return user
-    header = request.headers.get("Authorization", "")
-    if header.startswith("Token ") and apps.is_installed("rest_framework.authtoken"):
-        from rest_framework.authtoken.models import Token
-
-        token = (
-            await Token.objects.select_related("user")
-            .filter(key=header[6:].strip())
-            .afirst()
-        )
-        if token is not None and token.user.is_active:
-            return token.user
-    return user
+def _authenticate(request: HttpRequest) -> Any:
+    """The user the API's authentication classes find (anonymous if none does)."""
+    drf_request = Request(
+        request,
+        authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES],
+    )
+    try:
+        return drf_request.user
+    except AuthenticationFailed:
+        return None
 
 
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
     if request.method != "GET":
         return JsonResponse({"detail": "Method not allowed; use GET."}, status=405)
-    user = await _user(request)
-    if not user.is_authenticated:
+    user = await sync_to_async(_authenticate)(request)
+    if not is_signed_in(user):
         return JsonResponse(
             {"detail": "Authentication credentials were not provided."}, status=401
         )
-    run = (
-        await Run.objects.select_related("owner")
-        .filter(run_id=run_id, parent__isnull=True)
-        .afirst()
-    )
-    if run is None or not await sync_to_async(can_view_run)(user, run):
+    try:
+        await Run.objects.avisible(user, run_id)
+    except RunNotFound:
         return JsonResponse({"detail": "Not found."}, status=404)
     cursor = sse.parse_cursor(
         request.headers.get("Last-Event-ID", request.GET.get("lastEventId"))
     )
     version = sse.negotiate(request.headers.get("x-deuz-stream"))
-    checked_at = 0.0
-
-    async def on_silence(idle: float) -> bool:
-        nonlocal checked_at
-        if idle >= IDLE_CLOSE_SECONDS:
-            return False
-        now = time.monotonic()
-        if idle >= LIVE_PROBE_SECONDS and now - checked_at >= 1.0:
-            checked_at = now
-            if await sync_to_async(recoverable_runs)(0, run_id=run_id):
-                live.drive(run_id)
-        return True
-
-    async def wait(seconds: float) -> None:
-        await live.feed.wait(run_id, seconds)
-
-    body = sse.follow_journal(
-        get_journal(),
-        run_id,
-        cursor,
-        on_silence=on_silence,
-        poll_interval=POLL_SECONDS,
-        version=version,
-        sleep=wait,
+    return StreamingHttpResponse(
+        _body(run_id, cursor, version), headers=sse.headers(version)
     )
-    return StreamingHttpResponse(body, headers=sse.headers(version))
+
+
+async def _body(
+    run_id: str, cursor: int, version: sse.WireVersion
+) -> AsyncIterator[str]:
+    """Replay after ``cursor`` and tail until the last leg's end (R11.10)."""
+    journal = get_journal()
+    try:
+        last = await journal.last_seq(run_id)
+        tail = await journal.read(run_id, last - 1, 1) if last is not None else []
+    except Exception as error:
+        yield sse.error_frame(str(error) or "resume failed")
+        return
+    done = sse.caught_up(cursor, tail[-1] if tail else None)
+    if done is not None:
+        yield done
+        return
+    encoder = sse.Encoder(version)
+    heard_at = time.monotonic()
+    async for update in follow(run_id, cursor, poll_seconds=POLL_SECONDS):
+        if isinstance(
+            update, Unavailable
+        ):  # a broken journal says so, then reads as a drop
+            yield sse.error_frame(str(update.error) or "resume failed")
+            return
+        if update:
+            heard_at = time.monotonic()
+            if text := encoder.encode(update):
+                yield text
+        elif encoder.pending_done is not None:
+            yield encoder.end()
+            return
+        elif time.monotonic() - heard_at >= IDLE_CLOSE_SECONDS:
+            return

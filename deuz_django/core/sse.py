@@ -1,24 +1,23 @@
-"""The Deuz UI wire v2 over server-sent events (SPEC R11.1–R11.3, R11.10, R11.12).
+"""The Deuz UI wire v2 over server-sent events (SPEC R11.1–R11.3, R11.10, R11.12): a pure
+formatter of journal records.
 
 A frame is ``id: <seq>\\ndata: <json>\\n\\n``; a stream ends with ``id: <seq>\\ndata:
-[DONE]\\n\\n`` where ``seq`` is the leg-end sentinel's. :func:`follow_journal` replays a
-journal after a client's ``Last-Event-ID`` and tails it: intermediate leg ends are sailed
-through, the last one ends the stream; on silence a hook decides whether to keep waiting
-(the Django view uses it to continue a crashed run exactly once).
+[DONE]\\n\\n`` where ``seq`` is the leg-end sentinel's. An :class:`Encoder` turns the records
+a reader follows (after a client's ``Last-Event-ID``) into frames; intermediate leg ends
+are sailed through and the last one ends the stream. Following the journal — polling,
+waiting, continuing a crashed run — is the reader's job, not this module's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Sequence
 from typing import Literal
 
-from .journal import Record, StreamJournal, encode_part, is_done
+from .journal import Record, encode_part, is_done
 from .wire import V2_ONLY, redact
 
 WireVersion = Literal["v1", "v2"]
-SilenceHook = Callable[[float], Awaitable[bool]]
 
 
 def headers(version: WireVersion = "v2") -> dict[str, str]:
@@ -70,51 +69,40 @@ def _for_version(data: str, version: WireVersion) -> str | None:
     return data
 
 
-async def follow_journal(
-    journal: StreamJournal,
-    stream_id: str,
-    cursor: int,
-    *,
-    on_silence: SilenceHook,
-    poll_interval: float = 0.15,
-    version: WireVersion = "v2",
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-) -> AsyncIterator[str]:
-    """SSE text for the records after ``cursor`` until the run's last leg has ended.
+def caught_up(cursor: int, last: Record | None) -> str | None:
+    """D5 / R11.10 fast path: a client at or past the journal's final leg end gets just
+    the end of the stream (``last`` is the journal's last record, if any)."""
+    if last is not None and cursor >= last[0] and is_done(last[1]):
+        return done_frame(max(cursor, last[0]))
+    return None
 
-    ``on_silence(idle_seconds)`` runs whenever a poll finds nothing new; returning
-    ``False`` closes the stream without ``[DONE]`` (the client reads it as a drop).
-    A journal error yields an id-less error frame and closes (R11.10 step 4).
+
+class Encoder:
+    """The frames of one SSE response, fed the journal's records as they come.
+
+    Intermediate leg ends are sailed through: a leg-end sentinel is held back and only
+    becomes ``[DONE]`` (:meth:`end`) when nothing follows it — the reader decides when
+    that is (a poll that finds nothing new).
     """
-    pending_done: int | None = None
-    idle = 0.0
-    try:
-        last = await journal.last_seq(stream_id)
-        if last is not None and cursor >= last:
-            tail = await journal.read(stream_id, last - 1, 1)
-            if tail and is_done(tail[-1][1]):  # D5 fast path: nothing left to replay
-                yield done_frame(max(cursor, last))
-                return
-        while True:
-            records: list[Record] = await journal.read(stream_id, cursor)
-            if records:
-                idle = 0.0
-                for seq, data in records:
-                    cursor = seq
-                    if is_done(data):
-                        pending_done = seq
-                        continue
-                    pending_done = None
-                    body = _for_version(data, version)
-                    if body is not None:
-                        yield frame(seq if version == "v2" else None, body)
+
+    def __init__(self, version: WireVersion = "v2") -> None:
+        self.version: WireVersion = version
+        self.pending_done: int | None = None
+
+    def encode(self, records: Sequence[Record]) -> str:
+        frames = []
+        for seq, data in records:
+            if is_done(data):
+                self.pending_done = seq
                 continue
-            if pending_done is not None:
-                yield done_frame(pending_done if version == "v2" else None)
-                return
-            if not await on_silence(idle):
-                return
-            await sleep(poll_interval)
-            idle += poll_interval
-    except Exception as error:  # a broken journal says so, then reads as a drop
-        yield error_frame(str(error) or "resume failed")
+            self.pending_done = None
+            body = _for_version(data, self.version)
+            if body is not None:
+                frames.append(frame(seq if self.version == "v2" else None, body))
+        return "".join(frames)
+
+    def end(self) -> str:
+        """``[DONE]`` for the leg end seen last (R11.2), or nothing if none is pending."""
+        if self.pending_done is None:
+            return ""
+        return done_frame(self.pending_done if self.version == "v2" else None)

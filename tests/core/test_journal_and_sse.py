@@ -18,7 +18,10 @@ from deuz_django.core.durable import (
 from deuz_django.core.generate import StreamChatResult, stream_chat
 from deuz_django.core.journal import DONE, InMemoryJournal, JournalWriter
 from deuz_django.core.sse import (
-    follow_journal,
+    Encoder,
+    WireVersion,
+    caught_up,
+    error_frame,
     headers,
     negotiate,
     parse_cursor,
@@ -55,21 +58,22 @@ async def journal_leg(
     await writer.close()
 
 
-async def never_more(idle: float) -> bool:
-    return False
-
-
 async def body(
-    journal: InMemoryJournal, stream_id: str, cursor: int = -1, **kw: Any
+    journal: InMemoryJournal,
+    stream_id: str,
+    cursor: int = -1,
+    version: WireVersion = "v2",
 ) -> str:
-    return "".join(
-        [
-            chunk
-            async for chunk in follow_journal(
-                journal, stream_id, cursor, on_silence=never_more, **kw
-            )
-        ]
-    )
+    """The SSE response a reader would send for the journal as it is now."""
+    try:
+        records = await journal.read(stream_id, -1, 10_000)
+    except Exception as error:
+        return error_frame(str(error))
+    done = caught_up(cursor, records[-1] if records else None)
+    if done is not None:
+        return done
+    encoder = Encoder(version)
+    return encoder.encode([r for r in records if r[0] > cursor]) + encoder.end()
 
 
 def weather_setup() -> tuple[Any, dict[str, Tool], Any, ScriptedModel]:

@@ -1,0 +1,74 @@
+"""Following a run's journal: the one reader behind the WebSocket consumer and the SSE view.
+
+:func:`follow` yields what the run's journal holds after a cursor, then whatever follows,
+for as long as the caller iterates: from this process's memory while a leg of the run is
+journaled here (:data:`deuz_django.live.feed`), from the configured journal otherwise.
+It is woken at once by legs in this process and by nudges from others, and polls on
+silence, so a dropped nudge costs latency, never parts. When the run stays silent while
+its process is gone — the journal open, the lease lapsed — the reader continues the run
+here; the lease decides which of several readers does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from asgiref.sync import sync_to_async
+
+from .continuation import acontinue_quietly
+from .core.journal import Record
+from .journal import get_journal
+from .live import feed
+from .services import recoverable_runs
+
+PAGE = 1000  # records read from the journal at a time
+CONTINUE_AFTER_SECONDS = 1.0  # silence before (and between) the abandoned-run checks
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """The journal could not be read; the reader tries again after a poll interval."""
+
+    error: Exception
+
+
+async def follow(
+    run_id: str, cursor: int, *, poll_seconds: float
+) -> AsyncIterator[list[Record] | Unavailable]:
+    """The run's records after ``cursor``, in order, a batch at a time, forever.
+
+    An empty batch says a poll found nothing new: a caller that ends at some point (the
+    SSE view, after the last leg's end) decides then. Leg ends are records too
+    (:func:`deuz_django.core.journal.is_done`).
+    """
+    journal = get_journal()
+    with feed.reading(run_id):
+        quiet_since = checked_at = time.monotonic()
+        while True:
+            records = feed.recent(run_id, cursor)
+            if records is None:
+                try:
+                    records = await journal.read(run_id, cursor, PAGE)
+                except Exception as error:  # a failing journal says so; we retry
+                    yield Unavailable(error)
+                    await asyncio.sleep(poll_seconds)
+                    continue
+            if records:
+                cursor = records[-1][0]
+                quiet_since = time.monotonic()
+                yield records
+                continue
+            now = time.monotonic()
+            if min(now - quiet_since, now - checked_at) >= CONTINUE_AFTER_SECONDS:
+                checked_at = now
+                await _continue_if_abandoned(run_id)
+            yield []
+            await feed.wait(run_id, poll_seconds)
+
+
+async def _continue_if_abandoned(run_id: str) -> None:
+    if await sync_to_async(recoverable_runs)(0, run_id=run_id):
+        await acontinue_quietly(run_id)
