@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from .exceptions import RunNotFound
+from .permissions import visible_runs
 
 
 class RunStatus(models.TextChoices):
@@ -24,9 +28,20 @@ class RunStatus(models.TextChoices):
 class RunQuerySet(models.QuerySet["Run"]):
     def for_user(self, user: Any) -> RunQuerySet:
         """The root runs ``user`` may see (owner, or staff with the view permission)."""
-        from .permissions import visible_runs
-
         return visible_runs(self.roots(), user)
+
+    def visible(self, user: Any, run_id: str) -> Run:
+        """The root run ``run_id`` if ``user`` may see it, else :class:`RunNotFound`:
+        another user's run is not found, never forbidden, and sub-agent runs are never
+        addressed directly. Every surface looks runs up through here."""
+        run = self.for_user(user).select_related("owner").filter(run_id=run_id).first()
+        if run is None:
+            raise RunNotFound(f"No run '{run_id}'.")
+        return run
+
+    async def avisible(self, user: Any, run_id: str) -> Run:
+        # In a thread: the permission check may query the database (``has_perm``).
+        return await sync_to_async(self.visible)(user, run_id)
 
     def roots(self) -> RunQuerySet:
         return self.filter(parent__isnull=True)

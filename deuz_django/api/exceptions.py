@@ -34,6 +34,7 @@ from ..exceptions import (
     InvalidVerdict,
     NotPermitted,
     RunBusy,
+    RunExists,
     RunNotFound,
     RunNotResumable,
     UnknownAgent,
@@ -131,7 +132,7 @@ def invalid_input(error: InvalidInputError) -> InvalidRequest:
     )
 
 
-def _translate(exc: Exception) -> Exception:
+def translate(exc: Exception) -> Exception:
     """A service error as the API exception it answers with (others pass through)."""
     if isinstance(exc, exceptions.ValidationError):
         errors = field_errors(exc.detail)
@@ -147,7 +148,7 @@ def _translate(exc: Exception) -> Exception:
         return too_large()
     if isinstance(exc, RunNotFound):
         return exceptions.NotFound(str(exc))
-    if isinstance(exc, RunBusy | RunNotResumable | ApprovalAlreadyDecided):
+    if isinstance(exc, RunBusy | RunNotResumable | RunExists | ApprovalAlreadyDecided):
         return Conflict(str(exc), code=exc.code)
     if isinstance(exc, UnknownAgent):
         return InvalidRequest(
@@ -164,7 +165,7 @@ def _translate(exc: Exception) -> Exception:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, with service errors mapped and every body in the one error shape."""
-    exc = _translate(exc)
+    exc = translate(exc)
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response

@@ -30,6 +30,16 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def loads(text: str) -> Any:
+    """JSON the way every untrusted input is read (REST bodies, WebSocket frames): finite
+    numbers only, no ``NaN``/``Infinity``; a nesting bomb is a :class:`ValueError` like
+    any other malformed text, never a ``RecursionError``."""
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constants)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 class LimitedJSONParser(JSONParser):
     """``application/json`` bodies up to ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes."""
 
@@ -45,10 +55,6 @@ class LimitedJSONParser(JSONParser):
             raise too_large()
         encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
         try:
-            return json.loads(
-                raw.decode(encoding), parse_float=_finite, parse_constant=_no_constants
-            )
-        except RecursionError:
-            raise ParseError("JSON parse error - nested too deeply") from None
+            return loads(raw.decode(encoding))
         except (ValueError, LookupError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None

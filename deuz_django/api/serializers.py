@@ -52,6 +52,17 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer only: never a string of digits, a float or a bool."""
+
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
 @extend_schema_field(
     {"type": "string", "pattern": f"^{RUN_ID_PATTERN.pattern}$", "maxLength": 100}
 )
@@ -112,10 +123,29 @@ class ResumeSerializer(serializers.Serializer):
     )
 
 
+class AgentField(serializers.ChoiceField):
+    """The name of a registered agent (a JSON string); an unknown one is ``unknown_agent``."""
+
+    default_error_messages = {"invalid": "Not a valid string."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=[], **kwargs)  # the registry's, set per serializer
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if data not in self.choices:
+            known = ", ".join(sorted(self.choices)) or "none"
+            raise serializers.ValidationError(
+                f'Unknown agent "{data}" (registered: {known}).', code="unknown_agent"
+            )
+        return data
+
+
 class StartRunSerializer(serializers.Serializer):
     """A run of a registered agent; ``text`` is a shorthand for a last user message."""
 
-    agent = serializers.ChoiceField(choices=[])
+    agent = AgentField()
     messages = MessagesField(required=False)
     text = StrictCharField(required=False)
     runId = RunIdField(required=False)
@@ -123,19 +153,16 @@ class StartRunSerializer(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        names = agent_names()
-        agent = self.fields["agent"]
-        agent.choices = names
-        agent.error_messages["invalid_choice"] = (
-            f'Unknown agent "{{input}}" (registered: {", ".join(sorted(names)) or "none"}).'
-        )
+        self.fields["agent"].choices = agent_names()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         messages = list(attrs.get("messages", []))
         if "text" in attrs:
             messages.append({"role": "user", "content": attrs["text"]})
         if not messages:
-            raise serializers.ValidationError({"messages": ["Give messages or text."]})
+            raise serializers.ValidationError(
+                {"messages": ["Give messages or text."]}, code="required"
+            )
         try:
             attrs["history"] = coerce_messages(messages)
         except InvalidInputError as error:

@@ -12,7 +12,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from deuz_django.consumers import BURST, MAX_FRAME_BYTES
+from deuz_django.consumers import BURST
+from deuz_django.frames import MAX_FRAME_BYTES
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.routing import websocket_urlpatterns
 
@@ -183,7 +184,7 @@ async def test_another_users_run_is_not_found(
         answer = await eve.receive_json_from(timeout=5)
         assert (answer["code"], answer["message"]) == (
             "not_found",
-            f"no run '{run_id}'",
+            f"No run '{run_id}'.",
         )
 
 
@@ -193,21 +194,21 @@ async def test_another_users_run_is_not_found(
         ("{not json", "bad_json", "not valid JSON"),
         ("[1, 2]", "bad_frame", "JSON object"),
         ('{"type": "dance"}', "unknown_type", "unknown frame type 'dance'"),
-        ('{"type": "start"}', "missing_field", "'agent' is required"),
+        ('{"type": "start"}', "missing_field", "agent: This field is required."),
         (
             '{"type": "start", "agent": "scripted"}',
             "missing_field",
-            "exactly one of 'text' or 'messages'",
+            "messages: Give messages or text.",
         ),
         (
             '{"type": "start", "agent": 5, "text": "x"}',
             "invalid_field",
-            "'agent' must be a string",
+            "agent: Not a valid string.",
         ),
         (
             '{"type": "start", "agent": "nope", "text": "x"}',
             "unknown_agent",
-            "Unknown agent 'nope'",
+            'agent: Unknown agent "nope"',
         ),
         (
             '{"type": "start", "agent": "scripted", "messages": [{"role": "robot"}]}',
@@ -217,17 +218,17 @@ async def test_another_users_run_is_not_found(
         (
             '{"type": "subscribe", "runId": "../etc"}',
             "invalid_field",
-            "'runId' must be",
+            "runId: Use only letters, digits, '_' and '-'",
         ),
         (
             '{"type": "subscribe", "runId": "r", "lastSeq": "3"}',
             "invalid_field",
-            "'lastSeq' must be an integer",
+            "lastSeq: Must be an integer.",
         ),
         (
             '{"type": "approval-response", "runId": "r", "approvalId": "a", "approved": "yes"}',
             "invalid_field",
-            "'approved' must be a boolean",
+            "approved: Must be a boolean (true or false).",
         ),
     ],
 )
@@ -284,3 +285,61 @@ async def test_cancel_aborts_the_running_leg(
     assert finish[-1]["finishReason"] == "aborted"
     texts = [f for f in frames + rest if f.get("part", {}).get("type") == "text-delta"]
     assert len(texts) < 200
+
+
+@pytest.mark.parametrize(
+    ("run_id", "valid"),
+    [("abc-DEF_123", True), ("a" * 100, True), ("a" * 101, False), ("a.b", False)],
+)
+async def test_the_socket_and_the_api_take_the_same_run_ids(
+    connect: Connect, ann: Any, run_id: str, valid: bool
+) -> None:
+    from rest_framework.test import APIClient
+
+    ws = await connect(ann)
+    await ws.send_json_to(
+        {"type": "start", "agent": "scripted", "text": "hi", "runId": run_id}
+    )
+    answer = await ws.receive_json_from(timeout=5)
+    api = APIClient()
+    api.force_authenticate(ann)
+    rest_id = "R" + run_id[1:]  # another run, the same shape
+    response = await sync_to_async(api.post)(
+        "/api/deuz/runs/",
+        {"agent": "scripted", "text": "hi", "runId": rest_id},
+        format="json",
+    )
+    if valid:
+        assert answer["type"] == "started"
+        assert response.status_code == 201
+    else:
+        assert (answer["code"], answer["message"].split(":")[0]) == (
+            "invalid_field",
+            "runId",
+        )
+        assert response.status_code == 400
+        assert response.json()["errors"][0]["field"] == "runId"
+
+
+async def test_the_socket_answers_with_the_codes_the_api_uses(
+    connect: Connect, ann: Any
+) -> None:
+    """A refused decision and a replayed one: the exception's code, as over REST."""
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "start", "agent": "gated", "text": "refund"})
+    run_id = (await until(ws, is_final_done))[0]["runId"]
+    refund = await Approval.objects.aget(run__run_id=run_id, approval_id="r1")
+    base = {"type": "approval-response", "runId": run_id}
+    await ws.send_json_to(
+        {**base, "approvalId": "r1", "approved": True, "token": refund.token}
+    )
+    forbidden = await ws.receive_json_from(timeout=5)
+    assert forbidden["code"] == "not_permitted"
+    await ws.send_json_to({**base, "approvalId": "e1", "approved": False})
+    assert (await ws.receive_json_from(timeout=5))["type"] == "approval-recorded"
+    await ws.send_json_to({**base, "approvalId": "e1", "approved": False})
+    replay = await ws.receive_json_from(timeout=5)
+    assert (replay["code"], replay["message"]) == (
+        "approval_already_decided",
+        "Approval e1 was already denied.",
+    )

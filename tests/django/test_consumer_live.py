@@ -167,7 +167,7 @@ async def test_another_users_run_is_not_found(site: LiveSite, socket: Opener) ->
         assert frame == {
             "type": "error",
             "code": "not_found",
-            "message": f"no run '{run_id}'",
+            "message": f"No run '{run_id}'.",
             "frame": "subscribe",
         }
         break

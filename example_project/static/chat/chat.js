@@ -413,7 +413,7 @@ class Conversation {
 
   refused(frame) {
     const card = this.sent.shift();
-    if (frame.code === "already_decided") card?.record("was decided already");
+    if (frame.code === "approval_already_decided") card?.record("was decided already");
     else card?.refused(frame.message);
   }
 
