@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ._execution import SubAgentSuspension
-from ._loop import LoopRun
-from ._options import LoopOptions
+from ._loop.engine import LoopRun
+from ._loop.execution import SubAgentSuspension
+from ._loop.options import LoopOptions
 from .durable._checkpointer import ResumePoint, load_best_effort
 from .durable.checkpoint import AgentCheckpoint
 from .durable.session import DurableSession

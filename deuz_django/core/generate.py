@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Required, TypedDict, Unpack
 
-from ._loop import LoopRun
-from ._options import LoopOptions, PrepareStep, ResumeSource
+from ._loop.engine import LoopRun
+from ._loop.options import LoopOptions, PrepareStep, ResumeSource
 from .abort import AbortSignal
 from .approvals import (
     ApprovalSignerLike,

@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Literal
 
 from .journal import Record, StreamJournal, encode_part, is_done
-from .wire import V2_ONLY, redact
+from .wire import V2_ONLY, WireVersion, redact
 
-WireVersion = Literal["v1", "v2"]
 SilenceHook = Callable[[float], Awaitable[bool]]
 
 

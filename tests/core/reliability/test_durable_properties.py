@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deuz_django.core import Deps, ToolApprovalRequest, generate_text, tool
-from deuz_django.core._approval import TOKEN_DENIAL_REASON
+from deuz_django.core._loop.approval import TOKEN_DENIAL_REASON
 from deuz_django.core.durable import (
     AgentCheckpoint,
     DurableSession,

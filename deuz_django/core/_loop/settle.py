@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._approval import (
+from ..abort import AbortSignal
+from ..approvals import ApprovalSignerLike, ToolApprovalResponse
+from ..messages import Message, ToolResultPart, ToolUsePart
+from ..tools import Tool, ToolCall
+from .approval import (
     CLIENT_TOOL_REASON,
     CONFLICT_REASON,
     NO_RESPONSE_REASON,
@@ -16,10 +20,6 @@ from ._approval import (
     is_gated,
     token_authorizes,
 )
-from .abort import AbortSignal
-from .approvals import ApprovalSignerLike, ToolApprovalResponse
-from .messages import Message, ToolResultPart, ToolUsePart
-from .tools import Tool, ToolCall
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,16 +6,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .abort import AbortSignal
-from .approvals import ApprovalSignerLike, ToolApprovalResponse
-from .deps import Deps
-from .durable._checkpointer import ResumePoint
-from .durable.session import DurableSession, SessionStore
-from .messages import Message
-from .model import LanguageModel, ToolChoice
-from .stop import StopCondition
-from .tools import ServerApprover, Tool
-from .usage import Usage
+from ..abort import AbortSignal
+from ..approvals import ApprovalSignerLike, ToolApprovalResponse
+from ..deps import Deps
+from ..durable._checkpointer import ResumePoint
+from ..durable.session import DurableSession, SessionStore
+from ..messages import Message
+from ..model import LanguageModel, ToolChoice
+from ..stop import StopCondition
+from ..tools import ServerApprover, Tool
+from ..usage import Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,173 @@
+"""Approval gating, signing and token checks (SPEC §5.1–§5.3, R5.7, R10.9, D2, D4).
+
+The verdicts of a resume are applied in :mod:`.settle`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._awaitable import resolve
+from ..abort import AbortSignal
+from ..approvals import ApprovalSignerLike, ToolApprovalRequest, ToolApprovalResponse
+from ..deps import Deps
+from ..messages import Message
+from ..tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
+
+TOKEN_DENIAL_REASON = (
+    "Approval token missing, invalid, expired, or bound to another run."
+)
+NO_RESPONSE_REASON = "No approval response."
+CLIENT_TOOL_REASON = "No result provided for this client tool."
+CONFLICT_REASON = "Conflicting verdicts for one approval."
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """A call that will not run; ``reason`` (if any) reaches the model and the UI verbatim."""
+
+    reason: str | None = None
+
+
+def is_client_tool(tools: Mapping[str, Tool], name: str) -> bool:
+    """A real client tool is a declared tool without ``execute`` (R5.4)."""
+    declared = tools.get(name)
+    return declared is not None and declared.execute is None
+
+
+async def is_gated(
+    tools: Mapping[str, Tool],
+    call: ToolCall,
+    messages: tuple[Message, ...],
+    signal: AbortSignal | None,
+) -> bool:
+    """R5.1: a predicate that raises gates the call (the safe side)."""
+    declared = tools.get(call.tool_name)
+    if declared is None or declared.needs_approval is False:
+        return False
+    if declared.needs_approval is True:
+        return True
+    context = NeedsApprovalContext(
+        tool_call_id=call.tool_call_id, messages=messages, signal=signal
+    )
+    try:
+        return bool(await resolve(declared.needs_approval(call.args, context)))
+    except Exception:
+        return True
+
+
+async def server_denials(
+    approver: ServerApprover, gated: Sequence[ToolCall], messages: tuple[Message, ...]
+) -> dict[str, Denial]:
+    """R5.2: ``False`` or an exception denies, with no reason."""
+    denials: dict[str, Denial] = {}
+    for call in gated:
+        try:
+            approved = bool(await resolve(approver(call, messages)))
+        except Exception:
+            approved = False
+        if not approved:
+            denials[call.tool_call_id] = Denial()
+    return denials
+
+
+async def gate(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    messages: tuple[Message, ...],
+    signal: AbortSignal | None,
+    approver: ServerApprover | None,
+) -> tuple[dict[str, Denial], list[ToolCall]]:
+    """One step's gate: server mode decides the gated calls now (their denials run as
+    results); client mode returns them as pending (R5.1–R5.3)."""
+    if not any(
+        (declared := tools.get(c.tool_name)) is not None and declared.needs_approval
+        for c in calls
+    ):
+        return {}, []  # the fast path: nothing declares needs_approval
+    gated = [c for c in calls if await is_gated(tools, c, messages, signal)]
+    if approver is not None:
+        return await server_denials(approver, gated, messages), []
+    return {}, gated
+
+
+def pending_requests(
+    calls: Sequence[ToolCall], agent_path: tuple[str, ...]
+) -> tuple[ToolApprovalRequest, ...]:
+    return tuple(
+        ToolApprovalRequest(
+            approval_id=call.tool_call_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            input=call.args,
+            agent_path=agent_path or None,
+        )
+        for call in calls
+    )
+
+
+def sign_requests(
+    requests: tuple[ToolApprovalRequest, ...],
+    signer: ApprovalSignerLike | None,
+    run_id: str | None,
+    deps: Deps,
+) -> tuple[ToolApprovalRequest, ...]:
+    """R5.7: best-effort — a failing signer sends the requests unsigned (they will deny)."""
+    if signer is None or not requests:
+        return requests
+    try:
+        return tuple(
+            ToolApprovalRequest(
+                approval_id=r.approval_id,
+                tool_call_id=r.tool_call_id,
+                tool_name=r.tool_name,
+                input=r.input,
+                agent_path=r.agent_path,
+                token=signer.sign(r, run_id),
+            )
+            for r in requests
+        )
+    except Exception as error:
+        deps.logger.error(
+            "approval signing failed — requests go out unsigned", extra={"error": error}
+        )
+        return requests
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``True`` is not ``1``, a tuple equals the list it encodes."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(
+            _json_equal(x, y) for x, y in zip(a, b, strict=True)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def token_authorizes(
+    response: ToolApprovalResponse,
+    call: ToolCall,
+    signer: ApprovalSignerLike,
+    max_age_ms: float | None,
+    bound_run_id: str | None,
+) -> bool:
+    """R10.9 + D4: the token verifies and pins exactly this call (and run, when durable)."""
+    if not response.token:
+        return False
+    payload = signer.verify(response.token, max_age_ms)
+    if payload is None:
+        return False
+    if payload.get("approvalId") != call.tool_call_id:
+        return False
+    if payload.get("toolName") != call.tool_name:
+        return False
+    if not _json_equal(payload.get("input"), call.args):
+        return False
+    return bound_run_id is None or payload.get("runId") == bound_run_id
