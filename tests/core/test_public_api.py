@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import deuz_django.core
 import deuz_django.core.durable
 
@@ -152,3 +154,16 @@ def test_design_section_3_names_are_importable() -> None:
     )
     assert {Tool, DurableSession, SessionStore, AgentCheckpoint, ScriptedModel}
     assert issubclass(CheckpointNotFoundError, Exception)
+
+
+def test_the_option_typing_aids_list_exactly_the_declared_options() -> None:
+    # One list of call options: LoopOptions declares them, CallOptions and
+    # GenerateOptions only type them.
+    from deuz_django.core import CallOptions, GenerateOptions
+    from deuz_django.core._loop.options import CALL_OPTIONS, FRESH_OPTIONS
+
+    def keys(typed: Any) -> set[str]:
+        return set(typed.__required_keys__ | typed.__optional_keys__)
+
+    assert keys(CallOptions) == CALL_OPTIONS
+    assert keys(GenerateOptions) == FRESH_OPTIONS
