@@ -91,11 +91,16 @@ DURABLE = {
     "InMemorySessionStore",
     "RunCompletedError",
     "SessionStore",
+    "child_run_id",
+    "child_run_id_prefix",
     "create_approval_signer",
     "create_in_memory_session_store",
     "deserialize_checkpoint",
+    "is_child_run_id",
+    "parent_run_id",
     "resume_from_checkpoint",
     "resume_stream_from_checkpoint",
+    "root_run_id",
     "serialize_checkpoint",
 }
 
