@@ -91,6 +91,7 @@ DURABLE = {
     "InMemorySessionStore",
     "RunCompletedError",
     "SessionStore",
+    "TokenProblem",
     "child_run_id",
     "child_run_id_prefix",
     "create_approval_signer",
@@ -102,6 +103,7 @@ DURABLE = {
     "resume_stream_from_checkpoint",
     "root_run_id",
     "serialize_checkpoint",
+    "token_problem",
 }
 
 

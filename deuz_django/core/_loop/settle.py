@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..abort import AbortSignal
 from ..approvals import ApprovalSignerLike, ToolApprovalResponse
+from ..durable.signer import token_problem
 from ..messages import Message, ToolResultPart, ToolUsePart
 from ..tools import Tool, ToolCall
 from .approval import (
@@ -18,7 +19,6 @@ from .approval import (
     Denial,
     is_client_tool,
     is_gated,
-    token_authorizes,
 )
 
 
@@ -93,8 +93,15 @@ async def plan_settle(
         if verdict is not None:
             if not verdict.approved:
                 denials[call.tool_call_id] = Denial(verdict.reason)
-            elif signer is not None and not token_authorizes(
-                verdict, call, signer, max_age_ms, bound_run_id
+            elif signer is not None and (
+                token_problem(
+                    verdict.token,
+                    call,
+                    signer=signer,
+                    run_id=bound_run_id,
+                    max_age_ms=max_age_ms,
+                )
+                is not None
             ):
                 denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
         elif is_client_tool(tools, call.tool_name):

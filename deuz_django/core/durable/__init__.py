@@ -23,7 +23,7 @@ from .session import (
     SessionStore,
     create_in_memory_session_store,
 )
-from .signer import ApprovalSigner, create_approval_signer
+from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -35,6 +35,7 @@ __all__ = [
     "InMemorySessionStore",
     "RunCompletedError",
     "SessionStore",
+    "TokenProblem",
     "child_run_id",
     "child_run_id_prefix",
     "create_approval_signer",
@@ -46,4 +47,5 @@ __all__ = [
     "resume_stream_from_checkpoint",
     "root_run_id",
     "serialize_checkpoint",
+    "token_problem",
 ]
