@@ -5,10 +5,13 @@ user's own — the way Django's ``contrib/sessions`` tests run one suite on ever
 Subclass it in a ``Test…`` class and give it a ``store`` fixture (sync or async) that
 returns a fresh, empty store::
 
-    class TestInMemorySessionStore(SessionStoreContract):
+    class TestMyStore(SessionStoreContract):
         @pytest.fixture
         def store(self) -> SessionStore:
-            return create_in_memory_session_store()
+            return MyStore()
+
+A store on a database needs the database in that fixture (with pytest-django, take the
+``db`` or ``transactional_db`` fixture in it).
 
 A store's methods may be sync or async; the contract awaits whatever they return, as the
 loops do. ``delete`` and ``list`` are optional in the protocol (the loops never call them)
@@ -22,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from deuz_django.core import (
+from ... import (
     Deps,
     ImagePart,
     Message,
@@ -35,8 +38,8 @@ from deuz_django.core import (
     generate_text,
     tool,
 )
-from deuz_django.core._awaitable import resolve
-from deuz_django.core.durable import (
+from ..._awaitable import resolve
+from ...durable import (
     AgentCheckpoint,
     CheckpointNotFoundError,
     CheckpointStatus,
@@ -45,7 +48,7 @@ from deuz_django.core.durable import (
     create_approval_signer,
     resume_from_checkpoint,
 )
-from deuz_django.core.testing import ScriptedModel, reply
+from ..models import ScriptedModel, reply
 
 NOW_MS = 1_700_000_000_123
 
