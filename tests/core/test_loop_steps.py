@@ -88,7 +88,9 @@ async def test_max_steps_defaults_to_one_model_turn() -> None:
     assert result.steps[0].tool_results[0].result == {"temp": 22}
 
 
-@pytest.mark.parametrize(("cap", "parallel"), [(None, True), (5, True), (1, False)])
+@pytest.mark.parametrize(
+    ("cap", "parallel"), [(None, True), (5, True), (1, False), (0, True)]
+)
 async def test_the_model_is_told_whether_parallel_tool_calls_are_allowed(
     cap: int | None, parallel: bool
 ) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from deuz_django.core import (
     AbortController,
+    InvalidInputError,
     Tool,
     ToolContext,
     ToolResultPart,
@@ -254,6 +255,19 @@ async def test_max_tool_concurrency_caps_the_batch() -> None:
     assert peak == 2
     peak, _ = await _parallel(3, max_tool_concurrency=1)
     assert peak == 1
+
+
+async def test_max_tool_concurrency_zero_runs_the_calls_one_at_a_time() -> None:
+    # SPEC R3.13: the cap is max(1, …), so 0 behaves like 1; every call still runs.
+    peak, results = await _parallel(3, max_tool_concurrency=0)
+    assert peak == 1
+    assert results == [0, 1, 2]
+
+
+@pytest.mark.parametrize("cap", [-1, 1.5, True, None])
+async def test_max_tool_concurrency_must_be_a_non_negative_integer(cap: Any) -> None:
+    with pytest.raises(InvalidInputError, match="max_tool_concurrency"):
+        await _parallel(1, max_tool_concurrency=cap)
 
 
 async def test_results_come_back_in_call_order_not_completion_order() -> None:

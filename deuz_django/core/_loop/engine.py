@@ -260,7 +260,8 @@ class LoopRun:
             messages=self.leg.history,
             tools=definitions,
             tool_choice=tool_choice,
-            parallel_tool_calls=options.max_tool_concurrency > 1,
+            # R2.3: the reference's ``(maxToolConcurrency || 5) > 1``.
+            parallel_tool_calls=(options.max_tool_concurrency or 5) > 1,
             signal=options.signal,
         )
 

@@ -74,6 +74,15 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
+def _concurrency(name: str, value: Any) -> int:
+    """R3.13: the cap is ``max(1, …)``, so 0 runs the calls one at a time."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(
+            f"{name}: expected a non-negative integer, got {value!r}"
+        )
+    return value
+
+
 def _milliseconds(name: str, value: Any) -> float | None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int | float)
@@ -130,7 +139,7 @@ class LoopOptions:
     approval_max_age_ms: float | None = field(
         default=None, metadata=_option(_milliseconds)
     )
-    max_tool_concurrency: int = field(default=5, metadata=_option(_positive_int))
+    max_tool_concurrency: int = field(default=5, metadata=_option(_concurrency))
     signal: AbortSignal | None = field(default=None, metadata=_option())
     deps: Deps = field(default_factory=Deps, metadata=_option(_deps))
     session: DurableSession | None = field(default=None, metadata=_option(fresh=True))
