@@ -39,7 +39,7 @@ from .approval import Denial, gate, is_client_tool, pending_requests, sign_reque
 from .execution import SubAgentSuspension, stream_batch, tool_message
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
-from .options import LoopOptions, PrepareStepInfo
+from .options import LoopOptions, PrepareStepInfo, step_overrides
 from .settle import plan_settle
 from .turn import Turn
 
@@ -246,7 +246,7 @@ class LoopRun:
                 messages=self.leg.history,
                 usage=self.cumulative_usage,
             )
-            overrides = await resolve(options.prepare_step(info))
+            overrides = step_overrides(await resolve(options.prepare_step(info)))
             if overrides is not None:
                 if overrides.messages is not None:
                     self.leg.history = coerce_messages(overrides.messages)

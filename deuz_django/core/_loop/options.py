@@ -42,7 +42,7 @@ class PrepareStepInfo:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepOverrides:
     """What ``prepare_step`` may change: ``messages`` for this and later steps, the rest
-    for this step only."""
+    for this step only. A dict with these keys does as well."""
 
     messages: Sequence[Message | dict[str, Any]] | None = None
     active_tools: Sequence[str] | None = None
@@ -50,9 +50,30 @@ class StepOverrides:
     model: LanguageModel | None = None
 
 
-PrepareStep = Callable[
-    [PrepareStepInfo], StepOverrides | Awaitable[StepOverrides | None] | None
-]
+Overrides = StepOverrides | Mapping[str, Any] | None
+PrepareStep = Callable[[PrepareStepInfo], Overrides | Awaitable[Overrides]]
+_OVERRIDE_KEYS = tuple(f.name for f in fields(StepOverrides))
+
+
+def step_overrides(value: object) -> StepOverrides | None:
+    """What ``prepare_step`` returned, as :class:`StepOverrides`: it may also return a dict
+    of the same keys, or ``None`` (R3.11)."""
+    if isinstance(value, Mapping):
+        unknown = [key for key in value if key not in _OVERRIDE_KEYS]
+        if unknown:
+            raise InvalidInputError(
+                f"prepare_step: unknown key {unknown[0]!r} in the returned dict "
+                f"(expected {', '.join(_OVERRIDE_KEYS)})"
+            )
+        value = StepOverrides(**value)
+    elif value is not None and not isinstance(value, StepOverrides):
+        raise InvalidInputError(
+            "prepare_step: expected StepOverrides, a dict or None, "
+            f"got {type(value).__name__}"
+        )
+    if value is not None and isinstance(value.active_tools, str | bytes):
+        raise InvalidInputError("prepare_step: active_tools: expected a list of names")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
