@@ -112,6 +112,8 @@ class Tool:
     ``approval_permission`` names the Django permission an approver must hold;
     ``approval_by_owner`` is False when the run's owner may not approve their own call
     (separation of duties); ``timeout_ms`` abandons a call that runs longer.
+    ``idempotent``: the tool is safe to run again if a crash leaves its outcome unknown.
+    ``editable``: a person deciding its approval may edit its input before approving.
     ``sub_tools`` lists the tools of the sub-agent behind an ``agent_tool``, so approval
     rules of a nested gated call can be found from its agent path.
     """
@@ -125,6 +127,8 @@ class Tool:
     approval_permission: str | None = None
     approval_by_owner: bool = True
     timeout_ms: float | None = None
+    idempotent: bool = False
+    editable: bool = False
     sub_tools: Mapping[str, Tool] | None = None
 
     @property
@@ -203,6 +207,8 @@ def _build(
     approval_permission: str | None,
     approval_by_owner: bool,
     timeout_ms: float | None,
+    idempotent: bool,
+    editable: bool,
 ) -> Tool:
     hints = typing.get_type_hints(fn)
     fields: dict[str, Any] = {}
@@ -256,6 +262,8 @@ def _build(
         approval_permission=approval_permission,
         approval_by_owner=approval_by_owner,
         timeout_ms=timeout_ms,
+        idempotent=idempotent,
+        editable=editable,
     )
 
 
@@ -272,6 +280,8 @@ def tool(
     approval_permission: str | None = None,
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
+    idempotent: bool = False,
+    editable: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -285,6 +295,8 @@ def tool(
     approval_permission: str | None = None,
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
+    idempotent: bool = False,
+    editable: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function; its docstring's first paragraph describes it.
 
@@ -301,6 +313,8 @@ def tool(
             approval_permission=approval_permission,
             approval_by_owner=approval_by_owner,
             timeout_ms=timeout_ms,
+            idempotent=idempotent,
+            editable=editable,
         )
 
     return decorate(fn) if fn is not None else decorate

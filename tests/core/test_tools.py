@@ -387,3 +387,25 @@ async def test_a_sync_tool_can_emit_parts_from_its_worker_thread() -> None:
     last_text = max(i for i, p in enumerate(parts) if isinstance(p, TextDeltaPart))
     result_at = next(i for i, p in enumerate(parts) if isinstance(p, ToolOutputPart))
     assert last_text < result_at
+
+
+def test_idempotent_and_editable_are_data_on_the_tool() -> None:
+    # Both default to False and travel with the Tool, however it was built.
+    plain = Tool(name="t")
+    assert (plain.idempotent, plain.editable) == (False, False)
+    flagged = Tool(name="t", idempotent=True, editable=True)
+    assert (flagged.idempotent, flagged.editable) == (True, True)
+
+    @tool(idempotent=True, editable=True, needs_approval=True)
+    def send(to: str) -> str:
+        """Send a message."""
+        return to
+
+    assert (send.idempotent, send.editable, send.needs_approval) == (True, True, True)
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    assert (ping.idempotent, ping.editable) == (False, False)
