@@ -153,6 +153,7 @@ def agent_tool(
                 deps=ctx.deps,
                 agent_path=path,
                 root_run_id=ctx.root_run_id,
+                idempotency_scope=ctx.idempotency_key,
                 resume_from=start.resume_point,
             )
         )

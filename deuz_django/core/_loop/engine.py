@@ -58,6 +58,8 @@ class LoopRun:
             self.run_id = session.run_id or self.deps.generate_id()
         else:
             self.run_id = None
+        # Where the leg's calls sit: the root run, or the sub-agent's call (its key).
+        self._idempotency_scope = options.idempotency_scope or self.run_id or ""
         self.tools = options.tools
         self.leg = LegRecord(options.messages)
         self.error: BaseException | None = None
@@ -375,6 +377,7 @@ class LoopRun:
             approval_max_age_ms=options.approval_max_age_ms,
             root_run_id=self._binding_run_id,
             resumed=resumed,
+            idempotency_scope=self._idempotency_scope,
         )
         return stream_batch(
             calls,

@@ -169,6 +169,7 @@ class LoopOptions:
     single_turn: bool = False
     agent_path: tuple[str, ...] = ()
     root_run_id: str | None = None
+    idempotency_scope: str | None = None
     resume_from: ResumePoint | None = None
     resume_source: ResumeSource | None = None
 
