@@ -33,7 +33,8 @@ pytest.register_assert_rewrite(
 )
 
 from .journal import StreamJournalContract  # noqa: E402
-from .store import FixedClock, SessionStoreContract, make_checkpoint  # noqa: E402
+from .samples import FixedClock, make_checkpoint  # noqa: E402
+from .store import SessionStoreContract  # noqa: E402
 
 __all__ = [
     "FixedClock",
