@@ -32,13 +32,17 @@ from django.utils import timezone
 
 from .core import Message
 from .core.approvals import ToolApprovalRequest
-from .core.durable import AgentCheckpoint
+from .core.durable import (
+    AgentCheckpoint,
+    child_run_id_prefix,
+    is_child_run_id,
+    parent_run_id,
+)
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
 from .models import Approval, Run, RunMessage
 
-CHILD_SEPARATOR = "::"
 _REMEMBERED_RUNS = 1000
 
 
@@ -49,15 +53,6 @@ class Lease:
     run_id: str
     owner: str
     generation: int
-
-
-def root_run_id(run_id: str) -> str:
-    """``root::coder#c1::tester#c2`` → ``root`` (sub-agent checkpoints live under it)."""
-    return run_id.split(CHILD_SEPARATOR, 1)[0]
-
-
-def is_child_run_id(run_id: str) -> bool:
-    return CHILD_SEPARATOR in run_id
 
 
 def encode_message(message: Message) -> str:
@@ -140,7 +135,7 @@ class DjangoSessionStore:
 
     def delete(self, run_id: str) -> None:
         """Remove the run with its history, approvals, journal and sub-agent runs."""
-        prefix = run_id + CHILD_SEPARATOR
+        prefix = child_run_id_prefix(run_id)
         Run.objects.filter(Q(run_id=run_id) | Q(run_id__startswith=prefix)).delete()
         with self._lock:
             for key in [
@@ -179,9 +174,7 @@ class DjangoSessionStore:
             return found
         parent = None
         if is_child_run_id(run_id):
-            parent = Run.objects.filter(
-                run_id=run_id.rsplit(CHILD_SEPARATOR, 1)[0]
-            ).first()
+            parent = Run.objects.filter(run_id=parent_run_id(run_id)).first()
         created = Run.objects.create(
             run_id=run_id,
             parent=parent,

@@ -24,9 +24,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .conf import deuz_settings
-from .core import ToolApprovalResponse
-from .core._approval import token_authorizes
-from .core.durable import ApprovalSigner, create_approval_signer
+from .core.durable import ApprovalSigner, create_approval_signer, token_problem
 from .core.durable.codec import decode_json
 from .core.exceptions import DeuzError
 from .core.tools import ToolCall
@@ -116,30 +114,19 @@ class Decision:
 
 
 def token_refusal(approval: Approval, token: str | None) -> str | None:
-    """Why ``token`` does not authorize exactly this approval's call on this run now:
-    it must verify, pin the call (id, tool, input), be bound to the run and be younger
+    """Why ``token`` does not authorize exactly this approval's call on this run now
+    (:func:`deuz_django.core.durable.token_problem`, the check the settle makes too):
+    it must verify, be bound to the run, pin the call (id, tool, input) and be younger
     than ``APPROVAL_MAX_AGE``."""
-    if not token:
-        return "an approving verdict needs the approval's token"
-    signer = approval_signer()
-    payload = signer.verify(token)
-    if payload is None:
-        return "the token is forged, tampered with or garbled"
-    if payload.get("runId") != approval.run.run_id:
-        return "the token was minted for another run"
-    verdict = ToolApprovalResponse(
-        approval_id=approval.approval_id, approved=True, token=token
-    )
-    call = ToolCall(approval.tool_call_id, approval.tool_name, approval.input)
-    if not token_authorizes(verdict, call, signer, None, approval.run.run_id):
-        return "the token was minted for another call"
     age = max_age()
-    if (
-        age is not None
-        and signer.verify(token, age / timedelta(milliseconds=1)) is None
-    ):
-        return "the token has expired"
-    return None
+    problem = token_problem(
+        token,
+        ToolCall(approval.tool_call_id, approval.tool_name, approval.input),
+        signer=approval_signer(),
+        run_id=approval.run.run_id,
+        max_age_ms=None if age is None else age / timedelta(milliseconds=1),
+    )
+    return None if problem is None else problem.message
 
 
 def check_verdict(

@@ -16,10 +16,11 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..core.durable import child_run_id_prefix
 from ..core.messages import Message
 from ..models import Approval, ApprovalStatus, Run
 from ..permissions import decide_refusal
-from ..store import CHILD_SEPARATOR, DjangoSessionStore
+from ..store import DjangoSessionStore
 from ..transcript import Entry, pretty, transcript
 from . import display
 from .base import ReadOnlyAdmin
@@ -71,14 +72,11 @@ def run_messages(run: Run) -> tuple[Message, ...]:
 
 def sections(run: Run) -> list[Section]:
     """The root's transcript, then each sub-agent's, labelled by its agent path."""
-    children = Run.objects.filter(
-        run_id__startswith=run.run_id + CHILD_SEPARATOR
-    ).order_by("pk")
+    prefix = child_run_id_prefix(run.run_id)
+    children = Run.objects.filter(run_id__startswith=prefix).order_by("pk")
     found = [Section(run, "", list(transcript(run_messages(run))))]
     for child in children:
-        path = " › ".join(
-            child.agent_path or [child.run_id.rsplit(CHILD_SEPARATOR, 1)[1]]
-        )
+        path = " › ".join(child.agent_path or [child.run_id.removeprefix(prefix)])
         found.append(Section(child, path, list(transcript(run_messages(child)))))
     return found
 

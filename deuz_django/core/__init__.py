@@ -4,7 +4,7 @@
 >>> from deuz_django.core.testing import ScriptedModel, reply
 """
 
-from ._options import PrepareStepInfo, StepOverrides
+from ._loop.options import PrepareStepInfo, StepOverrides
 from .abort import AbortController, AbortSignal
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse

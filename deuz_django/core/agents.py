@@ -2,9 +2,10 @@
 
 The child runs the streaming loop; its parts are forwarded to a streaming parent as
 ``sub-agent`` parts tagged with the child's agent path, and its usage is folded into the
-parent's. Under a durable parent, the child checkpoints under
-``{parent_run_id}::{name}#{tool_call_id}``; a gated call inside it suspends the child and the
-parent, and the verdicts given to the parent's resume are forwarded down to settle it.
+parent's. Under a durable parent, the child checkpoints under its own run id,
+``{parent_run_id}::{name}#{tool_call_id}`` (:func:`.durable.child_run_id`); a gated call
+inside it suspends the child and the parent, and the verdicts given to the parent's resume
+are forwarded down to settle it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ._execution import SubAgentSuspension
-from ._loop import LoopRun
-from ._options import LoopOptions
+from ._loop.engine import LoopRun
+from ._loop.execution import SubAgentSuspension
+from ._loop.options import LoopOptions
 from .durable._checkpointer import ResumePoint, load_best_effort
 from .durable.checkpoint import AgentCheckpoint
+from .durable.run_ids import child_run_id
 from .durable.session import DurableSession
 from .messages import Message
 from .model import LanguageModel
@@ -87,7 +89,7 @@ async def _child_start(ctx: ToolContext, name: str) -> _ChildStart:
     """
     if ctx.session is None or ctx.session.run_id is None:
         return _ChildStart()
-    key = f"{ctx.session.run_id}::{name}#{ctx.tool_call_id}"
+    key = child_run_id(ctx.session.run_id, name, ctx.tool_call_id)
     session = DurableSession(ctx.session.store, key)
     existing = await load_best_effort(ctx.session.store, key, ctx.deps)
     if existing is None:
@@ -151,6 +153,7 @@ def agent_tool(
                 deps=ctx.deps,
                 agent_path=path,
                 root_run_id=ctx.root_run_id,
+                idempotency_scope=ctx.idempotency_key,
                 resume_from=start.resume_point,
             )
         )

@@ -8,31 +8,33 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any, Required, TypedDict, Unpack
 
-from ._loop import LoopRun
-from ._options import LoopOptions, PrepareStep, ResumeSource
+from ._loop.engine import LoopRun
+from ._loop.options import PrepareStep, ResumeSource, fresh_options, loop_options
 from .abort import AbortSignal
 from .approvals import (
     ApprovalSignerLike,
     ToolApprovalResponse,
-    coerce_approval_responses,
 )
 from .deps import Deps
 from .durable.session import DurableSession
 from .exceptions import InvalidInputError
-from .messages import Message, coerce_messages
+from .messages import Message
 from .model import LanguageModel
 from .parts import ErrorPart, StreamPart, TextDeltaPart
 from .results import GenerateTextResult
 from .stop import StopCondition
-from .tools import ServerApprover, Tool, ToolSet, coerce_tools
+from .tools import ServerApprover, Tool, ToolSet
 from .usage import FinishReason, Usage
 
 
 class CallOptions(TypedDict, total=False):
-    """Options every loop call takes, resume legs included."""
+    """Options every loop call takes, resume legs included.
+
+    A typing aid: the options themselves (defaults, checks) are declared once, as fields of
+    the loop's options; a test keeps these keys the same.
+    """
 
     model: Required[LanguageModel]
     tools: ToolSet | Sequence[Tool] | None
@@ -55,89 +57,6 @@ class GenerateOptions(CallOptions, total=False):
     prompt: str
     system: str | None
     session: DurableSession | None
-
-
-_CALL_KEYS = frozenset(CallOptions.__annotations__)
-_GENERATE_KEYS = _CALL_KEYS | frozenset(GenerateOptions.__annotations__)
-
-
-def _positive_int(options: dict[str, Any], key: str, default: int) -> int:
-    value = options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{key}: expected a positive integer, got {value!r}")
-    return value
-
-
-def loop_options(
-    options: dict[str, Any],
-    *,
-    allowed: frozenset[str] = _GENERATE_KEYS,
-    messages: tuple[Message, ...] | None = None,
-    **internal: Any,
-) -> LoopOptions:
-    """Validate caller options into :class:`LoopOptions`, naming the bad option on error."""
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise TypeError(f"unexpected option(s): {', '.join(unknown)}")
-    if "model" not in options:
-        raise TypeError("missing required option: model")
-    if messages is None:
-        messages = _input_messages(options)
-    stop_when = options.get("stop_when")
-    if stop_when is None:
-        stop_when = ()
-    elif callable(stop_when):
-        stop_when = (stop_when,)
-    approval_max_age_ms = options.get("approval_max_age_ms")
-    if approval_max_age_ms is not None and (
-        isinstance(approval_max_age_ms, bool)
-        or not isinstance(approval_max_age_ms, int | float)
-    ):
-        raise InvalidInputError(
-            "approval_max_age_ms: expected a number of milliseconds"
-        )
-    return LoopOptions(
-        model=options["model"],
-        messages=messages,
-        tools=coerce_tools(options.get("tools")),
-        max_steps=_positive_int(options, "max_steps", 1),
-        stop_when=tuple(stop_when),
-        prepare_step=options.get("prepare_step"),
-        approve_tool_call=options.get("approve_tool_call"),
-        approval_responses=coerce_approval_responses(options.get("approval_responses")),
-        approval_signer=options.get("approval_signer"),
-        approval_max_age_ms=approval_max_age_ms,
-        max_tool_concurrency=_positive_int(options, "max_tool_concurrency", 5),
-        signal=options.get("signal"),
-        session=options.get("session"),
-        deps=options.get("deps") or Deps(),
-        **internal,
-    )
-
-
-def fresh_options(options: dict[str, Any]) -> LoopOptions:
-    """A new call's options; R2.1 routes a call without tools to a single model turn."""
-    validated = loop_options(options)
-    return replace(validated, single_turn=not validated.tools)
-
-
-def _input_messages(options: dict[str, Any]) -> tuple[Message, ...]:
-    has_messages = options.get("messages") is not None
-    prompt = options.get("prompt")
-    if has_messages == (prompt is not None):
-        raise InvalidInputError("pass exactly one of messages or prompt")
-    if prompt is not None:
-        if not isinstance(prompt, str):
-            raise InvalidInputError("prompt: expected a string")
-        history: tuple[Message, ...] = (Message("user", prompt),)
-    else:
-        history = coerce_messages(options["messages"])
-    system = options.get("system")
-    if system is not None:
-        if not isinstance(system, str):
-            raise InvalidInputError("system: expected a string")
-        history = (Message("system", system), *history)
-    return history
 
 
 async def drain(run: LoopRun) -> GenerateTextResult:
@@ -178,7 +97,7 @@ def resume_run(store: Any, run_id: str, options: dict[str, Any]) -> LoopRun:
     return LoopRun(
         loop_options(
             options,
-            allowed=_CALL_KEYS,
+            fresh=False,
             messages=(),
             resume_source=ResumeSource(store, run_id),
         )

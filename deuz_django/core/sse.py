@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
 
 from .journal import Record, encode_part, is_done
-from .wire import V2_ONLY, redact
-
-WireVersion = Literal["v1", "v2"]
+from .wire import V2_ONLY, WireVersion, redact
 
 
 def headers(version: WireVersion = "v2") -> dict[str, str]:

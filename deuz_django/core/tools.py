@@ -12,7 +12,9 @@ ORM) without stalling the event loop.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +70,22 @@ class ToolContext:
 
     ``resumed`` is True when the call comes from a checkpoint's history and runs again on
     resume (settle), rather than having been issued by the model in this leg.
+
+    :attr:`idempotency_key` names the call for the services it touches: pass it on, and a
+    call that runs again (after a crash, on resume) has its effect once::
+
+        @tool(needs_approval=True, description="Charge the customer's card.")
+        def charge(amount_cents: int, ctx: ToolContext) -> str:
+            payment = stripe.PaymentIntent.create(
+                amount=amount_cents,
+                currency="eur",
+                customer=CUSTOMER_ID,
+                idempotency_key=ctx.idempotency_key,  # run twice, charged once
+            )
+            return payment.id
+
+    ``idempotency_scope`` is where the call sits (set by the loop): the root run's id, or
+    for a call inside a sub-agent the key of the call that started the sub-agent.
     """
 
     tool_call_id: str
@@ -85,6 +103,20 @@ class ToolContext:
     approval_max_age_ms: float | None = None
     root_run_id: str | None = None
     resumed: bool = False
+    idempotency_scope: str = ""
+
+    @property
+    def idempotency_key(self) -> str:
+        """One stable key per call: the same on every retry, leg, process and resume.
+
+        The SHA-256 of the call's place in the run — its ``idempotency_scope``, agent path
+        and tool call id — as 32 hex characters: opaque (no run id reaches a third party)
+        and short enough for APIs that limit a key's length. Without a durable session the
+        scope is empty: the key is still stable for the call within its run, but only as
+        unique as the model's tool call ids.
+        """
+        place = json.dumps([self.idempotency_scope, self.agent_path, self.tool_call_id])
+        return hashlib.sha256(place.encode()).hexdigest()[:32]
 
 
 ServerApprover = Callable[[ToolCall, tuple[Message, ...]], bool | Awaitable[bool]]
@@ -112,6 +144,8 @@ class Tool:
     ``approval_permission`` names the Django permission an approver must hold;
     ``approval_by_owner`` is False when the run's owner may not approve their own call
     (separation of duties); ``timeout_ms`` abandons a call that runs longer.
+    ``idempotent``: the tool is safe to run again if a crash leaves its outcome unknown.
+    ``editable``: a person deciding its approval may edit its input before approving.
     ``sub_tools`` lists the tools of the sub-agent behind an ``agent_tool``, so approval
     rules of a nested gated call can be found from its agent path.
     """
@@ -125,11 +159,9 @@ class Tool:
     approval_permission: str | None = None
     approval_by_owner: bool = True
     timeout_ms: float | None = None
+    idempotent: bool = False
+    editable: bool = False
     sub_tools: Mapping[str, Tool] | None = None
-
-    @property
-    def is_client_tool(self) -> bool:
-        return self.execute is None
 
 
 ToolSet = Mapping[str, Tool]
@@ -203,6 +235,8 @@ def _build(
     approval_permission: str | None,
     approval_by_owner: bool,
     timeout_ms: float | None,
+    idempotent: bool,
+    editable: bool,
 ) -> Tool:
     hints = typing.get_type_hints(fn)
     fields: dict[str, Any] = {}
@@ -256,6 +290,8 @@ def _build(
         approval_permission=approval_permission,
         approval_by_owner=approval_by_owner,
         timeout_ms=timeout_ms,
+        idempotent=idempotent,
+        editable=editable,
     )
 
 
@@ -272,6 +308,8 @@ def tool(
     approval_permission: str | None = None,
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
+    idempotent: bool = False,
+    editable: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -285,6 +323,8 @@ def tool(
     approval_permission: str | None = None,
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
+    idempotent: bool = False,
+    editable: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function; its docstring's first paragraph describes it.
 
@@ -301,6 +341,8 @@ def tool(
             approval_permission=approval_permission,
             approval_by_owner=approval_by_owner,
             timeout_ms=timeout_ms,
+            idempotent=idempotent,
+            editable=editable,
         )
 
     return decorate(fn) if fn is not None else decorate

@@ -1,8 +1,7 @@
 import pytest
 
 from deuz_django.core.journal import InMemoryJournal
-
-from .journal_contract import StreamJournalContract
+from deuz_django.core.testing.contracts import StreamJournalContract
 
 
 class TestInMemoryJournal(StreamJournalContract):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import deuz_django.core
 import deuz_django.core.durable
 
@@ -89,12 +91,19 @@ DURABLE = {
     "InMemorySessionStore",
     "RunCompletedError",
     "SessionStore",
+    "TokenProblem",
+    "child_run_id",
+    "child_run_id_prefix",
     "create_approval_signer",
     "create_in_memory_session_store",
     "deserialize_checkpoint",
+    "is_child_run_id",
+    "parent_run_id",
     "resume_from_checkpoint",
     "resume_stream_from_checkpoint",
+    "root_run_id",
     "serialize_checkpoint",
+    "token_problem",
 }
 
 
@@ -152,3 +161,16 @@ def test_design_section_3_names_are_importable() -> None:
     )
     assert {Tool, DurableSession, SessionStore, AgentCheckpoint, ScriptedModel}
     assert issubclass(CheckpointNotFoundError, Exception)
+
+
+def test_the_option_typing_aids_list_exactly_the_declared_options() -> None:
+    # One list of call options: LoopOptions declares them, CallOptions and
+    # GenerateOptions only type them.
+    from deuz_django.core import CallOptions, GenerateOptions
+    from deuz_django.core._loop.options import CALL_OPTIONS, FRESH_OPTIONS
+
+    def keys(typed: Any) -> set[str]:
+        return set(typed.__required_keys__ | typed.__optional_keys__)
+
+    assert keys(CallOptions) == CALL_OPTIONS
+    assert keys(GenerateOptions) == FRESH_OPTIONS

@@ -11,6 +11,7 @@ import pytest
 
 from deuz_django.core import (
     AbortController,
+    InvalidInputError,
     Tool,
     ToolContext,
     ToolResultPart,
@@ -256,6 +257,19 @@ async def test_max_tool_concurrency_caps_the_batch() -> None:
     assert peak == 1
 
 
+async def test_max_tool_concurrency_zero_runs_the_calls_one_at_a_time() -> None:
+    # SPEC R3.13: the cap is max(1, …), so 0 behaves like 1; every call still runs.
+    peak, results = await _parallel(3, max_tool_concurrency=0)
+    assert peak == 1
+    assert results == [0, 1, 2]
+
+
+@pytest.mark.parametrize("cap", [-1, 1.5, True, None])
+async def test_max_tool_concurrency_must_be_a_non_negative_integer(cap: Any) -> None:
+    with pytest.raises(InvalidInputError, match="max_tool_concurrency"):
+        await _parallel(1, max_tool_concurrency=cap)
+
+
 async def test_results_come_back_in_call_order_not_completion_order() -> None:
     # SPEC R3.13
     second_done = asyncio.Event()
@@ -373,3 +387,25 @@ async def test_a_sync_tool_can_emit_parts_from_its_worker_thread() -> None:
     last_text = max(i for i, p in enumerate(parts) if isinstance(p, TextDeltaPart))
     result_at = next(i for i, p in enumerate(parts) if isinstance(p, ToolOutputPart))
     assert last_text < result_at
+
+
+def test_idempotent_and_editable_are_data_on_the_tool() -> None:
+    # Both default to False and travel with the Tool, however it was built.
+    plain = Tool(name="t")
+    assert (plain.idempotent, plain.editable) == (False, False)
+    flagged = Tool(name="t", idempotent=True, editable=True)
+    assert (flagged.idempotent, flagged.editable) == (True, True)
+
+    @tool(idempotent=True, editable=True, needs_approval=True)
+    def send(to: str) -> str:
+        """Send a message."""
+        return to
+
+    assert (send.idempotent, send.editable, send.needs_approval) == (True, True, True)
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    assert (ping.idempotent, ping.editable) == (False, False)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
+from deuz_django.core.testing.contracts import StreamJournalContract
 from deuz_django.journal import DatabaseJournal, RedisJournal
 from deuz_django.models import Run
-from tests.core.journal_contract import StreamJournalContract
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

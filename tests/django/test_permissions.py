@@ -11,10 +11,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import override_settings
 
 from deuz_django import permissions, services
+from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import ApprovalNotFound, NotPermitted, RunNotFound
 from deuz_django.models import Approval, Run
 from deuz_django.store import DjangoSessionStore
-from tests.core.durable.store_contract import make_checkpoint
 
 from .agents import TOOL_PERMISSION
 from .run_support import PROMPT, approval, suspended

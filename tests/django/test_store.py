@@ -15,9 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
+from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
-from tests.core.durable.store_contract import SessionStoreContract, make_checkpoint
 
 WRITE = re.compile(r'^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?', re.IGNORECASE)
 

@@ -13,10 +13,10 @@ from django.db import connections
 from django.utils import timezone
 
 from deuz_django import leases, services
+from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import LeaseLost
 from deuz_django.models import Run
 from deuz_django.store import DjangoSessionStore, Lease
-from tests.core.durable.store_contract import make_checkpoint
 from tests.django import agents
 from tests.django.run_support import ready_to_resume, stored_rows
 

@@ -10,13 +10,20 @@ from ..exceptions import CheckpointNotFoundError, RunCompletedError
 from .checkpoint import CHECKPOINT_VERSION, AgentCheckpoint, CheckpointStatus
 from .codec import deserialize_checkpoint, serialize_checkpoint
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
+from .run_ids import (
+    child_run_id,
+    child_run_id_prefix,
+    is_child_run_id,
+    parent_run_id,
+    root_run_id,
+)
 from .session import (
     DurableSession,
     InMemorySessionStore,
     SessionStore,
     create_in_memory_session_store,
 )
-from .signer import ApprovalSigner, create_approval_signer
+from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -28,10 +35,17 @@ __all__ = [
     "InMemorySessionStore",
     "RunCompletedError",
     "SessionStore",
+    "TokenProblem",
+    "child_run_id",
+    "child_run_id_prefix",
     "create_approval_signer",
     "create_in_memory_session_store",
     "deserialize_checkpoint",
+    "is_child_run_id",
+    "parent_run_id",
     "resume_from_checkpoint",
     "resume_stream_from_checkpoint",
+    "root_run_id",
     "serialize_checkpoint",
+    "token_problem",
 ]

@@ -25,21 +25,33 @@ must hold no secrets. ``verify`` gives the payload back::
 Tokens are byte-identical to the TypeScript reference's. Unlike the reference, ``verify``
 accepts only the canonical encoding of each segment (D3), so every token has exactly one
 spelling. ``fallback_secrets`` keep tokens minted before a key rotation valid; new tokens
-always use ``secret``. ``verify`` does not compare the payload with a pending call: the loop
-does (D4).
+always use ``secret``.
+
+``verify`` does not compare the payload with a pending call; :func:`token_problem` does, and
+says why a token does not authorize a call (D4). The loop's settle and every surface that
+takes a verdict ask it::
+
+    >>> call = ToolCall("c1", "pay", {"usd": 100})
+    >>> token_problem(token, call, signer=signer, run_id="run-42", max_age_ms=None) is None
+    True
+    >>> problem = token_problem(token, call, signer=signer, run_id="run-7", max_age_ms=None)
+    >>> problem.code, problem.message
+    ('other_run', 'the token was minted for another run')
 """
 
 from __future__ import annotations
 
 import base64
+import enum
 import hmac
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .. import _jsjson
-from ..approvals import ToolApprovalRequest
+from ..approvals import ApprovalSignerLike, ToolApprovalRequest
 from ..deps import SystemClock
+from ..tools import ToolCall
 
 _VERSION = "v1"
 _MAC_LENGTH = 43  # 32 bytes of HMAC-SHA256, unpadded base64url
@@ -144,6 +156,77 @@ def create_approval_signer(
 ) -> ApprovalSigner:
     """A signer keyed by ``secret``; ``clock.now()`` gives ``issuedAt`` in ms (R10.1)."""
     return ApprovalSigner(secret=secret, clock=clock, fallback_secrets=fallback_secrets)
+
+
+class TokenProblem(enum.Enum):
+    """Why a token does not authorize a call: ``code`` for machines, ``message`` for people."""
+
+    MISSING = "missing", "an approving verdict needs the approval's token"
+    INVALID = "invalid", "the token is forged, tampered with or garbled"
+    OTHER_RUN = "other_run", "the token was minted for another run"
+    OTHER_CALL = "other_call", "the token was minted for another call"
+    EXPIRED = "expired", "the token has expired"
+
+    def __new__(cls, code: str, message: str) -> TokenProblem:
+        member = object.__new__(cls)
+        member._value_ = code
+        return member
+
+    def __init__(self, code: str, message: str) -> None:
+        self.message = message
+
+    @property
+    def code(self) -> str:
+        return str(self.value)
+
+
+def token_problem(
+    token: str | None,
+    call: ToolCall,
+    *,
+    signer: ApprovalSignerLike,
+    run_id: str | None,
+    max_age_ms: float | None,
+) -> TokenProblem | None:
+    """Why ``token`` does not authorize exactly ``call`` on run ``run_id``; ``None`` if it does.
+
+    SPEC R10.9 with D4: the token verifies; it is bound to ``run_id`` (unless ``run_id`` is
+    ``None``, a call without a durable session); its ``approvalId``, ``toolName`` and
+    ``input`` are the call's (compared as JSON values); and it is younger than
+    ``max_age_ms`` (``None``: no limit). The checks run in that order, so a stale token
+    for another run is reported as for another run.
+    """
+    if not token:
+        return TokenProblem.MISSING
+    payload = signer.verify(token)
+    if payload is None:
+        return TokenProblem.INVALID
+    if run_id is not None and payload.get("runId") != run_id:
+        return TokenProblem.OTHER_RUN
+    if (
+        payload.get("approvalId") != call.tool_call_id
+        or payload.get("toolName") != call.tool_name
+        or not _json_equal(payload.get("input"), call.args)
+    ):
+        return TokenProblem.OTHER_CALL
+    if max_age_ms is not None and signer.verify(token, max_age_ms) is None:
+        return TokenProblem.EXPIRED
+    return None
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``True`` is not ``1``, a tuple equals the list it encodes."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(
+            _json_equal(x, y) for x, y in zip(a, b, strict=True)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
 
 
 def _mac(key: bytes, body: str) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,28 +65,41 @@ def test_roundtrip_vector_reencodes_byte_identical(case: dict[str, Any]) -> None
     assert encode_json(decode_json(case["serialized"])) == case["serialized"]
 
 
-# One vector writes ``pendingApprovals`` before ``usage``; every checkpoint the reference
-# saves has R6.3's order (usage first), which is the order AgentCheckpoint writes.
-_HAND_ORDERED = {"lookalike_garbled_tag_stays_plain"}
-
-
-@pytest.mark.parametrize(
-    "case",
-    [c for c in VECTORS["roundtrip"] if c["name"] not in _HAND_ORDERED],
-    ids=lambda c: c["name"],
-)
+@pytest.mark.parametrize("case", VECTORS["roundtrip"], ids=lambda c: c["name"])
 def test_checkpoint_roundtrip_is_byte_identical(case: dict[str, Any]) -> None:
-    # SPEC R8.1, R6.3: serialize(deserialize(s)) == s.
+    # SPEC R8.1, R8.6: serialize(deserialize(s)) == s, also for the vector whose
+    # pendingApprovals come before usage.
     checkpoint = deserialize_checkpoint(case["serialized"])
     assert serialize_checkpoint(checkpoint) == case["serialized"]
 
 
-def test_hand_ordered_vector_reserializes_in_the_saved_order() -> None:
-    # SPEC R6.3: usage comes before pendingApprovals in a saved checkpoint.
-    (case,) = [c for c in VECTORS["roundtrip"] if c["name"] in _HAND_ORDERED]
-    text = serialize_checkpoint(deserialize_checkpoint(case["serialized"]))
-    assert json.loads(text) == json.loads(case["serialized"])
-    assert list(json.loads(text)) == [
+HAND_WRITTEN = (
+    '{"createdAt":7,"status":"suspended","runId":"r-hand","version":1,'
+    '"messages":[{"content":"hi","role":"user"},'
+    '{"content":[{"input":{"b":1,"a":[{"z":0,"y":1}]},"name":"pay","id":"c1",'
+    '"type":"tool_use"}],"role":"assistant"}],'
+    '"stepIndex":3,"pendingApprovals":[{"toolName":"pay","input":{"b":1,"a":[{"z":0,'
+    '"y":1}]},"toolCallId":"c1","approvalId":"c1"}],'
+    '"usage":{"totalTokens":2,"cacheWrite1hTokens":0,"cacheWriteTokens":0,'
+    '"cachedReadTokens":0,"reasoningTokens":0,"outputTokens":1,"inputTokens":1},'
+    '"stepId":"r-hand#3"}'
+)
+
+
+def test_a_hand_written_checkpoint_keeps_its_key_order_at_every_level() -> None:
+    # SPEC R8.6, R5.14: a checkpoint assembled by hand round-trips byte for byte.
+    checkpoint = deserialize_checkpoint(HAND_WRITTEN)
+    assert checkpoint.status == "suspended"
+    assert checkpoint.messages[0] == Message("user", "hi")
+    assert serialize_checkpoint(checkpoint) == HAND_WRITTEN
+
+
+def test_key_order_is_not_part_of_a_checkpoints_value() -> None:
+    # SPEC R8.6: the order read is kept for writing back; values compare as before.
+    read = deserialize_checkpoint(HAND_WRITTEN)
+    canonical = deserialize_checkpoint(serialize_checkpoint(replace(read)))
+    assert read == canonical
+    assert list(json.loads(serialize_checkpoint(replace(read)))) == [
         "version",
         "runId",
         "stepId",
@@ -96,6 +110,22 @@ def test_hand_ordered_vector_reserializes_in_the_saved_order() -> None:
         "pendingApprovals",
         "createdAt",
     ]
+
+
+def test_a_checkpoint_built_in_python_writes_the_saved_order() -> None:
+    # SPEC R6.3: the order the loop saves; reading it back changes nothing.
+    text = serialize_checkpoint(_checkpoint())
+    assert list(json.loads(text)) == [
+        "version",
+        "runId",
+        "stepId",
+        "stepIndex",
+        "status",
+        "messages",
+        "usage",
+        "createdAt",
+    ]
+    assert serialize_checkpoint(deserialize_checkpoint(text)) == text
 
 
 @pytest.mark.parametrize("case", VECTORS["deserialize_only"], ids=lambda c: c["name"])

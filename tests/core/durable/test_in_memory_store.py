@@ -20,8 +20,7 @@ from deuz_django.core.durable import (
     deserialize_checkpoint,
     serialize_checkpoint,
 )
-
-from .store_contract import SessionStoreContract, make_checkpoint
+from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
 
 
 class JsonlSessionStore:

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deuz_django.core import Deps, ToolApprovalRequest, generate_text, tool
-from deuz_django.core._approval import TOKEN_DENIAL_REASON
+from deuz_django.core._loop.approval import TOKEN_DENIAL_REASON
 from deuz_django.core.durable import (
     AgentCheckpoint,
     DurableSession,
@@ -37,8 +37,8 @@ from deuz_django.core.durable import (
     resume_from_checkpoint,
 )
 from deuz_django.core.testing import reply
+from deuz_django.core.testing.contracts import FixedClock
 
-from ..durable.store_contract import FixedClock
 from ._support import Crash, PositionalModel
 
 RUN_ID = "prop-run"

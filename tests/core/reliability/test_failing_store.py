@@ -15,8 +15,7 @@ import pytest
 from deuz_django.core import Deps, generate_text, stream_chat, tool
 from deuz_django.core.durable import AgentCheckpoint, DurableSession
 from deuz_django.core.testing import ScriptedModel, reply
-
-from ..durable.store_contract import FixedClock
+from deuz_django.core.testing.contracts import FixedClock
 
 
 class RecordingLogger:

@@ -23,8 +23,8 @@ from deuz_django.core.durable import (
     resume_from_checkpoint,
 )
 from deuz_django.core.testing import reply
+from deuz_django.core.testing.contracts import FixedClock
 
-from ..durable.store_contract import FixedClock
 from ._support import Crash, PositionalModel
 
 RUN_ID = "sub-run"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .deps import Deps
-from .model import LanguageModel
-from .parts import CostPart
-from .results import StepResult
-from .stop import StepInfo, StopCondition, condition_name, condition_needs_cost
-from .tools import ToolResult
-from .usage import Usage
+from ..deps import Deps
+from ..model import LanguageModel
+from ..parts import CostPart
+from ..results import StepResult
+from ..stop import StepInfo, StopCondition, condition_name, condition_needs_cost
+from ..tools import ToolResult
+from ..usage import Usage
 
 MAX_SAME_TOOL_ERRORS = 3
 

@@ -1,20 +1,20 @@
-"""Approval gating, signing and token checks (SPEC §5.1–§5.3, R5.7, R10.9, D2, D4).
+"""Approval gating and signing (SPEC §5.1–§5.3, R5.7, D2).
 
-The verdicts of a resume are applied in :mod:`._settle`.
+The verdicts of a resume are applied in :mod:`.settle`; their tokens are checked by the
+public :func:`~deuz_django.core.durable.token_problem` (R10.9, D4).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ._awaitable import resolve
-from .abort import AbortSignal
-from .approvals import ApprovalSignerLike, ToolApprovalRequest, ToolApprovalResponse
-from .deps import Deps
-from .messages import Message
-from .tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
+from .._awaitable import resolve
+from ..abort import AbortSignal
+from ..approvals import ApprovalSignerLike, ToolApprovalRequest
+from ..deps import Deps
+from ..messages import Message
+from ..tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
 
 TOKEN_DENIAL_REASON = (
     "Approval token missing, invalid, expired, or bound to another run."
@@ -134,40 +134,3 @@ def sign_requests(
             "approval signing failed — requests go out unsigned", extra={"error": error}
         )
         return requests
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values: ``True`` is not ``1``, a tuple equals the list it encodes."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(
-            _json_equal(x, y) for x, y in zip(a, b, strict=True)
-        )
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
-def token_authorizes(
-    response: ToolApprovalResponse,
-    call: ToolCall,
-    signer: ApprovalSignerLike,
-    max_age_ms: float | None,
-    bound_run_id: str | None,
-) -> bool:
-    """R10.9 + D4: the token verifies and pins exactly this call (and run, when durable)."""
-    if not response.token:
-        return False
-    payload = signer.verify(response.token, max_age_ms)
-    if payload is None:
-        return False
-    if payload.get("approvalId") != call.tool_call_id:
-        return False
-    if payload.get("toolName") != call.tool_name:
-        return False
-    if not _json_equal(payload.get("input"), call.args):
-        return False
-    return bound_run_id is None or payload.get("runId") == bound_run_id

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._turn import Turn
-from .approvals import ToolApprovalRequest
-from .messages import Message
-from .parts import FinishPart
-from .results import GenerateTextResult, StepResult
-from .tools import ToolCall, ToolResult
-from .usage import EMPTY_USAGE, FinishReason, Usage, sum_usage, with_total
+from ..approvals import ToolApprovalRequest
+from ..messages import Message
+from ..parts import FinishPart
+from ..results import GenerateTextResult, StepResult
+from ..tools import ToolCall, ToolResult
+from ..usage import EMPTY_USAGE, FinishReason, Usage, sum_usage, with_total
+from .turn import Turn
 
 
 @dataclass(slots=True)

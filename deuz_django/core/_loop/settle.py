@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._approval import (
+from ..abort import AbortSignal
+from ..approvals import ApprovalSignerLike, ToolApprovalResponse
+from ..durable.signer import token_problem
+from ..messages import Message, ToolResultPart, ToolUsePart
+from ..tools import Tool, ToolCall
+from .approval import (
     CLIENT_TOOL_REASON,
     CONFLICT_REASON,
     NO_RESPONSE_REASON,
@@ -14,12 +19,7 @@ from ._approval import (
     Denial,
     is_client_tool,
     is_gated,
-    token_authorizes,
 )
-from .abort import AbortSignal
-from .approvals import ApprovalSignerLike, ToolApprovalResponse
-from .messages import Message, ToolResultPart, ToolUsePart
-from .tools import Tool, ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +93,15 @@ async def plan_settle(
         if verdict is not None:
             if not verdict.approved:
                 denials[call.tool_call_id] = Denial(verdict.reason)
-            elif signer is not None and not token_authorizes(
-                verdict, call, signer, max_age_ms, bound_run_id
+            elif signer is not None and (
+                token_problem(
+                    verdict.token,
+                    call,
+                    signer=signer,
+                    run_id=bound_run_id,
+                    max_age_ms=max_age_ms,
+                )
+                is not None
             ):
                 denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
         elif is_client_tool(tools, call.tool_name):

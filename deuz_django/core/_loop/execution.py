@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from . import _abortable
-from ._approval import Denial
-from .abort import AbortController, AbortSignal, any_signal
-from .approvals import ToolApprovalRequest
-from .deps import Deps
-from .messages import Message, ToolResultPart
-from .parts import StreamPart, ToolOutputPart, ToolStatePart
-from .tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
+from ..abort import AbortController, AbortSignal, any_signal
+from ..approvals import ToolApprovalRequest
+from ..deps import Deps
+from ..messages import Message, ToolResultPart
+from ..parts import StreamPart, ToolOutputPart, ToolStatePart
+from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
+from . import abortable
+from .approval import Denial
 
 
 class SubAgentSuspension(Exception):
@@ -199,7 +199,7 @@ async def stream_batch(
     Raises :class:`SubAgentSuspension` when a sub-agent suspended (no result parts), and
     ``Aborted`` when the caller's signal fired before or during the batch.
     """
-    _abortable.check(signal)
+    abortable.check(signal)
     for call in calls:
         if call.tool_call_id not in denials and call.tool_name in tools:
             yield ToolStatePart(call.tool_call_id, "executing", call.tool_name)
@@ -242,7 +242,7 @@ async def stream_batch(
             batch.cancel()
             await asyncio.gather(batch, return_exceptions=True)
     done = batch.result()
-    _abortable.check(signal)
+    abortable.check(signal)
     results.extend(done)
     for call, result in zip(calls, done, strict=True):
         yield ToolOutputPart(

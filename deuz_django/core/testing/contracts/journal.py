@@ -1,6 +1,9 @@
-"""The stream journal contract: every journal backend passes these (the sessions test-mixin
-pattern). Subclass :class:`StreamJournalContract` and provide a ``journal`` fixture and a
-``stream_id`` fixture naming a stream the backend may write."""
+"""The contract every stream journal passes (SPEC §11.2; STYLE rule 3).
+
+The sessions test-mixin pattern: subclass :class:`StreamJournalContract` and provide a
+``journal`` fixture (a fresh journal) and a ``stream_id`` fixture naming a stream the
+backend may write.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,12 @@ import asyncio
 
 import pytest
 
-from deuz_django.core.journal import DONE, JournalWriter, StreamJournal
+from ...journal import DONE, JournalWriter, StreamJournal
 
 
 class StreamJournalContract:
+    """Behaviour every journal shares. Subclasses provide ``journal`` and ``stream_id``."""
+
     async def test_an_empty_stream_has_no_last_seq_and_no_records(
         self, journal: StreamJournal, stream_id: str
     ) -> None:

@@ -10,27 +10,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from . import _abortable
-from ._approval import Denial, gate, is_client_tool, pending_requests, sign_requests
-from ._awaitable import resolve
-from ._execution import SubAgentSuspension, stream_batch, tool_message
-from ._leg import LegRecord
-from ._options import LoopOptions, PrepareStepInfo
-from ._settle import plan_settle
-from ._stopping import PriceMeter, RunawayGuard, StopConditions
-from ._turn import Turn
-from .approvals import ToolApprovalRequest
-from .durable._checkpointer import (
+from .._awaitable import resolve
+from ..approvals import ToolApprovalRequest
+from ..durable._checkpointer import (
     Checkpointer,
     ResumePoint,
     load_best_effort,
     load_resumable,
 )
-from .durable.checkpoint import CheckpointStatus
-from .durable.session import DurableSession, SessionStore
-from .messages import Message, coerce_messages
-from .model import LanguageModel, ModelRequest
-from .parts import (
+from ..durable.checkpoint import CheckpointStatus
+from ..durable.session import DurableSession, SessionStore
+from ..messages import Message, coerce_messages
+from ..model import LanguageModel, ModelRequest
+from ..parts import (
     ErrorPart,
     StepFinishPart,
     StepStartPart,
@@ -39,9 +31,17 @@ from .parts import (
     ToolCallPart,
     ToolStatePart,
 )
-from .results import GenerateTextResult
-from .tools import ToolCall, ToolContext, ToolResult, tool_definitions
-from .usage import Usage, with_total
+from ..results import GenerateTextResult
+from ..tools import ToolCall, ToolContext, ToolResult, tool_definitions
+from ..usage import Usage, with_total
+from . import abortable
+from .approval import Denial, gate, is_client_tool, pending_requests, sign_requests
+from .execution import SubAgentSuspension, stream_batch, tool_message
+from .leg import LegRecord
+from .limits import PriceMeter, RunawayGuard, StopConditions
+from .options import LoopOptions, PrepareStepInfo, step_overrides
+from .settle import plan_settle
+from .turn import Turn
 
 
 class LoopRun:
@@ -58,6 +58,8 @@ class LoopRun:
             self.run_id = session.run_id or self.deps.generate_id()
         else:
             self.run_id = None
+        # Where the leg's calls sit: the root run, or the sub-agent's call (its key).
+        self._idempotency_scope = options.idempotency_scope or self.run_id or ""
         self.tools = options.tools
         self.leg = LegRecord(options.messages)
         self.error: BaseException | None = None
@@ -79,7 +81,7 @@ class LoopRun:
         try:
             async for part in self._drive():
                 yield part
-        except _abortable.Aborted:
+        except abortable.Aborted:
             self.leg.finish_reason = "aborted"
             if self.agentic:  # R3.21: an aborted single turn emits no finish part
                 yield self.leg.finish_part()
@@ -117,7 +119,7 @@ class LoopRun:
             async for part in self._settle():
                 yield part
         while not self._ended:
-            _abortable.check(self.options.signal)
+            abortable.check(self.options.signal)
             async for part in self._step():
                 yield part
 
@@ -155,7 +157,7 @@ class LoopRun:
         signal = self.options.signal
         request = ModelRequest(messages=self.leg.history, signal=signal)
         try:
-            async for event in _abortable.model_events(
+            async for event in abortable.model_events(
                 self.options.model, request, signal
             ):
                 for part in turn.add(event):
@@ -202,12 +204,12 @@ class LoopRun:
         model, request = await self._prepare(step_index)
         turn = Turn()
         try:
-            async for event in _abortable.model_events(
+            async for event in abortable.model_events(
                 model, request, self.options.signal
             ):
                 for part in turn.add(event):
                     yield part
-        except _abortable.Aborted:
+        except abortable.Aborted:
             # D1: the aborted step is reported, but never recorded or checkpointed.
             yield self._step_finish(step_index, turn)
             raise
@@ -246,7 +248,7 @@ class LoopRun:
                 messages=self.leg.history,
                 usage=self.cumulative_usage,
             )
-            overrides = await resolve(options.prepare_step(info))
+            overrides = step_overrides(await resolve(options.prepare_step(info)))
             if overrides is not None:
                 if overrides.messages is not None:
                     self.leg.history = coerce_messages(overrides.messages)
@@ -260,7 +262,8 @@ class LoopRun:
             messages=self.leg.history,
             tools=definitions,
             tool_choice=tool_choice,
-            parallel_tool_calls=options.max_tool_concurrency > 1,
+            # R2.3: the reference's ``(maxToolConcurrency || 5) > 1``.
+            parallel_tool_calls=(options.max_tool_concurrency or 5) > 1,
             signal=options.signal,
         )
 
@@ -374,6 +377,7 @@ class LoopRun:
             approval_max_age_ms=options.approval_max_age_ms,
             root_run_id=self._binding_run_id,
             resumed=resumed,
+            idempotency_scope=self._idempotency_scope,
         )
         return stream_batch(
             calls,

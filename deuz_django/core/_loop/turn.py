@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message, Part, ReasoningPart, TextPart, ToolUsePart
-from .model import ModelEvent
-from .parts import (
+from ..messages import Message, Part, ReasoningPart, TextPart, ToolUsePart
+from ..model import ModelEvent
+from ..parts import (
     FinishPart,
     ReasoningDeltaPart,
     StreamPart,
@@ -17,9 +17,9 @@ from .parts import (
     ToolCallPart,
     ToolStatePart,
 )
-from .results import StepResult
-from .tools import ToolCall, ToolResult
-from .usage import EMPTY_USAGE, FinishReason, Usage
+from ..results import StepResult
+from ..tools import ToolCall, ToolResult
+from ..usage import EMPTY_USAGE, FinishReason, Usage
 
 
 def parse_arguments(text: str) -> Any:

@@ -18,10 +18,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .exceptions import ModelError, ScriptExhaustedError
-from .model import ModelEvent, ModelRequest
-from .parts import FinishPart, ReasoningDeltaPart, TextDeltaPart, ToolCallDeltaPart
-from .usage import EMPTY_USAGE, FinishReason, Usage
+from ..exceptions import ModelError, ScriptExhaustedError
+from ..model import ModelEvent, ModelRequest
+from ..parts import FinishPart, ReasoningDeltaPart, TextDeltaPart, ToolCallDeltaPart
+from ..usage import EMPTY_USAGE, FinishReason, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

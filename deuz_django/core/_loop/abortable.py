@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from .abort import AbortSignal
-from .model import LanguageModel, ModelEvent, ModelRequest
+from ..abort import AbortSignal
+from ..model import LanguageModel, ModelEvent, ModelRequest
 
 
 class Aborted(Exception):
