@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
 
 from _table import report
+from store_save import scratch_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -170,27 +170,9 @@ def measure(url: str, runs: int) -> dict[str, Any]:
 @contextmanager
 def databases() -> Iterator[list[tuple[str, str]]]:
     """A scratch SQLite file and, when reachable, a scratch PostgreSQL database."""
-    import psycopg
-
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, scratch_postgres() as postgres:
         found = [("SQLite", f"sqlite:///{tmp}/bench.sqlite3")]
-        server = os.environ.get(
-            "DEUZ_BENCH_PG", "postgres://postgres@127.0.0.1:5432/postgres"
-        )
-        name = f"deuz_bench_dashboard_{os.getpid()}"
-        try:
-            admin = psycopg.connect(server, autocommit=True)
-        except psycopg.OperationalError as error:
-            print(f"PostgreSQL unavailable ({error}).", file=sys.stderr)
-            yield found
-            return
-        with admin:
-            admin.execute(f'CREATE DATABASE "{name}"')
-            try:
-                url = urlunparse(urlparse(server)._replace(path=f"/{name}"))
-                yield [*found, ("PostgreSQL", url)]
-            finally:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield found if postgres is None else [*found, ("PostgreSQL", postgres)]
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ from ..dashboard import (
 )
 from ..models import Dashboard, Run
 from . import charts as render
+from .base import ReadOnlyAdmin
 
 
 class DashboardFilters(forms.Form):
@@ -73,28 +74,16 @@ def chart_view(chart: Chart) -> ChartView:
 
 
 @admin.register(Dashboard)
-class DashboardAdmin(admin.ModelAdmin):
+class DashboardAdmin(ReadOnlyAdmin):
     template = "admin/deuz_django/dashboard.html"
 
     class Media:
         css: ClassVar[dict[str, tuple[str, ...]]] = {
-            "all": (
-                "deuz_django/admin/deuz-admin.css",
-                "deuz_django/admin/deuz-dashboard.css",
-            )
+            "all": ("deuz_django/admin/deuz-dashboard.css",)
         }
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return can_view_dashboard(request.user)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_urls(self) -> list[URLPattern]:
         return [

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,9 +23,8 @@ from deuz_django.core.durable import (
 )
 from deuz_django.core.mcp import MCPServer
 from deuz_django.core.testing import ScriptedModel, reply
-from tests.live_site import ROOT
 
-from .conftest import HTTPProcess, effects_in
+from .conftest import HTTPProcess, effects_in, run_python
 
 SECRET = "mcp-test-secret"
 GATED = {"tool_options": {"delete_file": {"needs_approval": True}}}
@@ -111,21 +108,12 @@ async def test_an_approved_call_resumed_in_a_fresh_process_reaches_the_server(
     assert effects_in(effects) == []  # suspended before the server heard of it
 
     resumed = await asyncio.to_thread(
-        subprocess.run,
-        [
-            sys.executable,
-            "-c",
-            RESUME_IN_A_FRESH_PROCESS,
-            str(store.path),
-            str(effects),
-            pending.approval_id,
-            pending.token,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        run_python,
+        RESUME_IN_A_FRESH_PROCESS,
+        str(store.path),
+        str(effects),
+        pending.approval_id,
+        pending.token,
     )
 
     assert resumed.returncode == 0, resumed.stderr

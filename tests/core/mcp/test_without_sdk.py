@@ -3,12 +3,11 @@ MCP server says which extra to install."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import deuz_django.core.mcp
-from tests.live_site import ROOT
+
+from .conftest import run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -54,14 +53,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_the_core_runs_without_the_sdk_and_mcp_servers_name_the_extra() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_python(SCRIPT)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines() == [
         "ok",
@@ -73,14 +65,7 @@ def test_the_core_runs_without_the_sdk_and_mcp_servers_name_the_extra() -> None:
 
 def test_the_blocker_really_blocks_the_sdk() -> None:
     probe = SCRIPT.split("import deuz_django.core\n")[0] + "import mcp\n"
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_python(probe)
     assert completed.returncode != 0
     assert "mcp is blocked in this test" in completed.stderr
 
