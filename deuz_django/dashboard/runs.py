@@ -48,13 +48,11 @@ def runs_by_status(scope: Scope) -> list[Chart]:
     for day, status, n in rows:
         counts[status][day] = n
     return [
-        Chart(
-            slug="runs",
-            title="Runs by status",
-            summary="Runs started each day, by their status now.",
-            category_label="Day",
-            categories=scope.day_labels,
-            series=tuple(
+        scope.daily(
+            "runs",
+            "Runs by status",
+            "Runs started each day, by their status now.",
+            (
                 Series(str(label), scope.per_day(counts[value]), tone=value)
                 for value, label in RunStatus.choices
             ),
@@ -70,20 +68,13 @@ def failures(scope: Scope) -> list[Chart]:
         .values_list("day")
         .annotate(n=Count("pk"))
     )
+    failed = scope.per_day(dict(rows.values_list("day", "n")))
     return [
-        Chart(
-            slug="failures",
-            title="Failed runs",
-            summary="Runs started each day whose last leg ended in an error.",
-            category_label="Day",
-            categories=scope.day_labels,
-            series=(
-                Series(
-                    "failed",
-                    scope.per_day(dict(rows.values_list("day", "n"))),
-                    tone="failed",
-                ),
-            ),
+        scope.daily(
+            "failures",
+            "Failed runs",
+            "Runs started each day whose last leg ended in an error.",
+            [Series("failed", failed, tone="failed")],
         )
     ]
 
@@ -163,24 +154,18 @@ def tokens_and_cost(scope: Scope) -> list[Chart]:
             + ": give the agent's deps a price_provider (e.g. DEFAULT_PRICES).",
         )
     return [
-        Chart(
-            slug="tokens",
-            title="Tokens by agent",
-            summary="Total tokens of the runs started each day, by agent.",
-            category_label="Day",
-            categories=scope.day_labels,
-            series=tuple(
-                Series(a, scope.per_day(tokens[a]), unit="tokens") for a in agents
-            ),
+        scope.daily(
+            "tokens",
+            "Tokens by agent",
+            "Total tokens of the runs started each day, by agent.",
+            (Series(a, scope.per_day(tokens[a]), unit="tokens") for a in agents),
         ),
-        Chart(
-            slug="cost",
-            title="Cost by agent",
-            summary="What those tokens cost (USD), by agent.",
-            category_label="Day",
-            categories=scope.day_labels,
+        scope.daily(
+            "cost",
+            "Cost by agent",
+            "What those tokens cost (USD), by agent.",
             # An unpriced agent keeps its column (and colour), empty, with the note.
-            series=tuple(
+            (
                 Series(a, scope.per_day(costs[a]), unit="usd")
                 if a not in unpriced
                 else Series(a, (None,) * len(scope.days), unit="usd", plotted=False)

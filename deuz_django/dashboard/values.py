@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -80,12 +81,29 @@ class Scope:
         """The period's first moment: local midnight of its first day."""
         return timezone.make_aware(datetime.combine(self.days[0], time.min))
 
-    @property
-    def day_labels(self) -> tuple[str, ...]:
-        return tuple(day.isoformat() for day in self.days)
-
     def per_day(self, counts: dict[date, float]) -> tuple[float, ...]:
+        """Values for every day of the period, 0 where ``counts`` has none."""
         return tuple(counts.get(day, 0) for day in self.days)
+
+    def daily(
+        self,
+        slug: str,
+        title: str,
+        summary: str,
+        series: Iterable[Series],
+        *,
+        notes: tuple[str, ...] = (),
+    ) -> Chart:
+        """A chart over the period's days (ISO dates, oldest first)."""
+        return Chart(
+            slug=slug,
+            title=title,
+            summary=summary,
+            category_label="Day",
+            categories=tuple(day.isoformat() for day in self.days),
+            series=tuple(series),
+            notes=notes,
+        )
 
 
 def created_day() -> TruncDate:
