@@ -14,7 +14,7 @@ from pathlib import Path
 from deuz_django.core.mcp import MCPServer
 from deuz_django.core.testing import reply
 from deuz_django.registry import AgentSpec
-from tests.core.mcp.conftest import stdio_transport
+from tests.core.mcp.support import stdio_transport
 
 from .agents import TOOL_PERMISSION, by_turn
 

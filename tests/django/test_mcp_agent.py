@@ -49,6 +49,9 @@ def test_a_gated_mcp_call_suspends_and_its_approval_names_the_server(
     run = suspended_run(ann)
 
     row = approval(run, "files__delete_file")
+    assert (
+        row.tool_name == "files__delete_file"
+    )  # the queue's Tool column names the server
     assert row.is_pending
     assert row.input == {"path": "/srv/report.txt"}
     tool = approval_tool(row)

@@ -11,42 +11,15 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from deuz_django.core.mcp import MCPServer, Stdio, StreamableHTTP
-from tests.live_site import ROOT, free_port, wait_for_port
+from deuz_django.core.mcp import MCPServer, StreamableHTTP
+from tests.live_site import free_port, wait_for_port
 
-SERVER = Path(__file__).with_name("server.py")
-
-
-def effects_in(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
-def run_python(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``script`` in a fresh interpreter at the repository's root."""
-    return subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def stdio_transport(effects: Path) -> Stdio:
-    return Stdio(sys.executable, [str(SERVER), "stdio", "--log", str(effects)])
-
-
-@dataclass(frozen=True)
-class HTTPProcess:
-    url: str
-    effects: Path
+from .support import SERVER, HTTPProcess, stdio_transport
 
 
 @pytest.fixture(scope="session")

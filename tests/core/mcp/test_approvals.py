@@ -24,7 +24,7 @@ from deuz_django.core.durable import (
 from deuz_django.core.mcp import MCPServer
 from deuz_django.core.testing import ScriptedModel, reply
 
-from .conftest import HTTPProcess, effects_in, run_python
+from .support import HTTPProcess, effects_in, run_python
 
 SECRET = "mcp-test-secret"
 GATED = {"tool_options": {"delete_file": {"needs_approval": True}}}
@@ -72,7 +72,7 @@ RESUME_IN_A_FRESH_PROCESS = textwrap.dedent(
     from deuz_django.core.durable import create_approval_signer, resume_from_checkpoint
     from deuz_django.core.mcp import MCPServer
     from deuz_django.core.testing import ScriptedModel, reply
-    from tests.core.mcp.conftest import stdio_transport
+    from tests.core.mcp.support import stdio_transport
     from tests.core.mcp.test_approvals import GATED, SECRET, FileStore
 
     store_path, effects, approval_id, token = sys.argv[1:]

@@ -16,7 +16,7 @@ from deuz_django.core.mcp import MCPServer, MCPServerError, MCPToolError
 from deuz_django.core.mcp._client import output
 from deuz_django.core.testing import ScriptedModel, reply
 
-from .conftest import HTTPProcess, effects_in
+from .support import HTTPProcess, effects_in
 
 
 @pytest.fixture(params=["stdio", "http"])

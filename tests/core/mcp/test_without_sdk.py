@@ -7,7 +7,7 @@ import textwrap
 
 import deuz_django.core.mcp
 
-from .conftest import run_python
+from .support import run_python
 
 SCRIPT = textwrap.dedent(
     """
