@@ -91,6 +91,24 @@ class Run(models.Model):
             ("decide_approval", "Can decide approvals on other users' runs"),
             ("resume_run", "Can resume other users' runs"),
         ]
+        # The dashboard's day-by-day aggregates over root runs (deuz_django.dashboard).
+        indexes = [
+            models.Index(
+                fields=["created_at", "status"],
+                condition=Q(parent__isnull=True),
+                name="deuz_run_root_created",
+            ),
+            models.Index(
+                fields=["agent", "created_at"],
+                condition=Q(parent__isnull=True),
+                name="deuz_run_root_agent_created",
+            ),
+            models.Index(
+                fields=["created_at"],
+                condition=Q(parent__isnull=True) & ~Q(last_error=""),
+                name="deuz_run_root_failed_created",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.run_id
@@ -182,6 +200,14 @@ class Approval(models.Model):
                 name="deuz_decided_approval_has_time",
             ),
         ]
+        # The dashboard's decision latency by tool (waiting approvals use the status index).
+        indexes = [
+            models.Index(
+                fields=["decided_at", "tool_name"],
+                condition=Q(status__in=["approved", "denied"]),
+                name="deuz_approval_decided",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.approval_id}) — {self.status}"
@@ -193,6 +219,17 @@ class Approval(models.Model):
     @property
     def agent_path_label(self) -> str:
         return " › ".join(self.agent_path or [])
+
+
+class Dashboard(Run):
+    """The admin dashboard's place in the admin index: a proxy, with no table of its own
+    and no permissions of its own (``deuz_django.admin.dashboard`` decides who sees it)."""
+
+    class Meta:
+        proxy = True
+        default_permissions = ()
+        verbose_name = _("dashboard")
+        verbose_name_plural = _("dashboard")
 
 
 class StreamEntry(models.Model):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .core.exceptions import DeuzError
 from .registry import agent_tools, find_tool
 
 if TYPE_CHECKING:
@@ -66,7 +67,9 @@ def can_resume_run(user: Any, run: Run) -> bool:
 
 
 def approval_tool(approval: Approval) -> Tool | None:
-    """The tool behind an approval, found through the run's agent and the call's path."""
+    """The tool behind an approval, found through the run's agent and the call's path
+    (``None`` when the agent no longer has it; an agent that cannot be built right now
+    raises its error)."""
     try:
         tools = agent_tools(approval.run.agent)
     except LookupError:
@@ -81,7 +84,10 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
         return "You may not see this run."
     if not _owns(user, run) and not user.has_perm(DECIDE_ANY_APPROVAL):
         return "You may not decide approvals on other users' runs."
-    tool = approval_tool(approval)
+    try:
+        tool = approval_tool(approval)
+    except DeuzError as error:  # e.g. an MCP server that cannot be reached
+        return f"The rules for {approval.tool_name} calls cannot be read now: {error}"
     if tool is None:
         # The rules that guard this call are unknown: fail closed for approving.
         if approving:

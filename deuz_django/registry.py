@@ -7,7 +7,8 @@ Checkpoints store data, not closures — this is where the closures come back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -15,9 +16,12 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from .conf import deuz_settings
-from .core import LanguageModel, Tool
+from .core import LanguageModel, Tool, Usage
+from .core.exceptions import DeuzError
 from .core.tools import coerce_tools
 from .exceptions import UnknownAgent
+
+logger = logging.getLogger("deuz_django")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,10 +85,42 @@ def agent_tools(name: str) -> Mapping[str, Tool]:
     return load_agent(name).tool_set
 
 
+Pricer = Callable[[Usage], float | None]
+
+
+@cache
+def agent_pricer(name: str) -> Pricer | None:
+    """How the agent's ``deps.price_provider`` prices a usage (``None`` without one, or
+    for an agent that cannot be built), built once per process like :func:`agent_tools`.
+
+    A price provider is user code: a failing one is logged and prices nothing, so a page
+    that shows costs never breaks.
+    """
+    try:
+        spec = load_agent(name)
+    except (LookupError, DeuzError):
+        return None
+    provider = getattr(spec.options.get("deps"), "price_provider", None)
+    if provider is None:
+        return None
+    model_id = spec.model.model_id
+
+    def price(usage: Usage) -> float | None:
+        try:
+            cost: float | None = provider.price_usage(model_id, usage)
+        except Exception as error:
+            logger.warning("deuz: pricing for agent %s failed: %s", name, error)
+            return None
+        return cost
+
+    return price
+
+
 def forget_agents_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
     """``setting_changed`` receiver, connected in ``AppConfig.ready``."""
     if setting == "DEUZ":
         agent_tools.cache_clear()
+        agent_pricer.cache_clear()
 
 
 def find_tool(

@@ -27,6 +27,8 @@ DEUZ = {
         "held": "tests.django.agents.held",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
+        "support": "tests.django.dashboard_agents.support",
+        "research": "tests.django.dashboard_agents.research",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
 }

@@ -6,7 +6,6 @@ with the exact moment in the tooltip.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,11 +17,9 @@ from django.utils.translation import gettext as _
 
 from ..core.usage import Usage
 from ..models import Approval, Run
-from ..registry import load_agent
+from ..registry import agent_pricer
 from ..transcript import pretty
 from ..verdicts import expiry_cutoff, is_expired
-
-logger = logging.getLogger("deuz_django")
 
 EMPTY = "—"
 
@@ -94,20 +91,8 @@ def decider(approval: Approval) -> str:
 
 def run_cost(run: Run) -> float | None:
     """The run's price in USD, when its agent's ``deps`` carry a price provider."""
-    try:
-        spec = load_agent(run.agent)
-    except LookupError:
-        return None
-    provider = getattr(spec.options.get("deps"), "price_provider", None)
-    if provider is None:
-        return None
-    try:
-        return provider.price_usage(
-            spec.model.model_id, Usage.from_json(run.usage or {})
-        )
-    except Exception as error:  # a price provider is user code: never break the admin
-        logger.warning("deuz: pricing run %s failed: %s", run.run_id, error)
-        return None
+    price = agent_pricer(run.agent)
+    return None if price is None else price(Usage.from_json(run.usage or {}))
 
 
 def cost_label(run: Run) -> str:
