@@ -47,6 +47,12 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 DOCS = ROOT / "docs"
+# The screens every page is checked on: a laptop, and a phone.
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+SCREENS = pytest.mark.parametrize(
+    "screen", [DESKTOP, PHONE], ids=lambda size: f"{size['width']}x{size['height']}"
+)
 DEMO_ENV = {"DEUZ_DEMO_STREAM_DELAY": "0.01", "DEUZ_LEASE_SECONDS": "2"}
 
 
@@ -101,6 +107,22 @@ def new_context(
     )
     context.route(f"{server.http}{urlparse(settings.STATIC_URL).path}**", serve_static)
     return context
+
+
+def offline(context: BrowserContext, server: Daphne) -> list[str]:
+    """Refuse every request that does not go to ``server``; returns the refused URLs, so
+    a test can say the page needed nothing from the network."""
+    refused: list[str] = []
+
+    def refuse(route: Route) -> None:
+        refused.append(route.request.url)
+        route.abort("internetdisconnected")
+
+    context.route(
+        lambda url: not url.startswith(server.http) and not url.startswith("data:"),
+        refuse,
+    )
+    return refused
 
 
 @pytest.fixture
