@@ -24,6 +24,11 @@ def pretty(value: Any) -> str:
     )
 
 
+def compact(value: Any) -> str:
+    """Tool inputs and results as one line of JSON (bytes shown by size)."""
+    return json.dumps(value, ensure_ascii=False, default=_describe)
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, bytes | bytearray | memoryview):
         return f"<{len(value)} bytes>"

@@ -27,6 +27,7 @@ DEUZ = {
         "held": "tests.django.agents.held",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
+        "verbose": "tests.e2e.agents.verbose",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
 }

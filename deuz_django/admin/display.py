@@ -19,12 +19,15 @@ from django.utils.translation import gettext as _
 from ..core.usage import Usage
 from ..models import Approval, Run
 from ..registry import load_agent
-from ..transcript import pretty
+from ..transcript import compact, pretty
 from ..verdicts import expiry_cutoff, is_expired
 
 logger = logging.getLogger("deuz_django")
 
 EMPTY = "—"
+SUMMARY_LENGTH = (
+    120  # characters of a one-line JSON summary; the stylesheet cuts it shorter
+)
 
 
 def badge(value: str, label: str | None = None) -> SafeString:
@@ -64,6 +67,19 @@ def json_block(value: Any, label: str) -> SafeString:
         '<pre class="deuz-json" tabindex="0" aria-label="{}">{}</pre>',
         label,
         pretty(value),
+    )
+
+
+def json_summary(value: Any) -> SafeString:
+    """A JSON value on one line, cut short, with the whole value pretty-printed in the
+    tooltip (list columns; the object's own page shows it in full)."""
+    text = compact(value)
+    if len(text) > SUMMARY_LENGTH:
+        text = text[: SUMMARY_LENGTH - 1] + "…"
+    return format_html(
+        '<code class="deuz-summary deuz-truncate" title="{}">{}</code>',
+        pretty(value),
+        text,
     )
 
 

@@ -156,6 +156,52 @@ def demo_server(demo_site: LiveSite) -> Daphne:
     return demo_site.daphne()
 
 
+# -- the admin ------------------------------------------------------------------------------
+
+QUEUE = "/admin/deuz_django/approval/"
+
+
+def admin_sign_in(page: Page, username: str, url: str, password: str = "pw") -> None:
+    page.goto(f"/admin/login/?next={url}")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(re.escape(url) + "$"))
+
+
+def overflowing(page: Page, selector: str) -> list[str]:
+    """The visible elements matching ``selector`` that stick out of the viewport, or of
+    a box that scrolls sideways (cut off there), described for the failure message."""
+    found: list[str] = page.evaluate(
+        """(selector) => {
+          const clipped = (element) => {
+            for (let box = element.parentElement; box; box = box.parentElement) {
+              const overflow = getComputedStyle(box).overflowX;
+              if ((overflow === "auto" || overflow === "scroll" || overflow === "hidden")
+                  && box.scrollWidth > box.clientWidth + 1) return true;
+            }
+            return false;
+          };
+          return [...document.querySelectorAll(selector)]
+            .filter((element) => element.getClientRects().length)
+            .filter((element) => {
+              const rect = element.getBoundingClientRect();
+              return rect.left < 0 || rect.right > innerWidth + 0.5 || clipped(element);
+            })
+            .map((element) => `${element.tagName.toLowerCase()}.${element.className}: `
+              + element.textContent.trim().slice(0, 40));
+        }""",
+        selector,
+    )
+    return found
+
+
+def scrolls_sideways(page: Page) -> bool:
+    return bool(
+        page.evaluate("document.documentElement.scrollWidth > innerWidth + 0.5")
+    )
+
+
 # -- the chat page ----------------------------------------------------------------------------
 
 CUSTOMER = ("customer", "customer-pass")
