@@ -35,6 +35,13 @@ def _describe(value: Any) -> str:
     return repr(value)
 
 
+# A tool input or result longer than this is shown folded, its first lines as a preview.
+FOLD_LINES = 20
+FOLD_CHARS = 2000
+PREVIEW_LINES = 8
+PREVIEW_CHARS = 600
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One line of the transcript: who said it, what kind it is, and the text."""
@@ -43,6 +50,20 @@ class Entry:
     kind: str  # text | reasoning | image | tool-call | tool-result | tool-error
     text: str
     label: str = ""
+
+    @property
+    def line_count(self) -> int:
+        return self.text.count("\n") + 1
+
+    @property
+    def preview(self) -> str | None:
+        """The start of a long tool input or result (``None``: show it whole)."""
+        if not self.kind.startswith("tool-"):
+            return None
+        if self.line_count <= FOLD_LINES and len(self.text) <= FOLD_CHARS:
+            return None
+        start = "\n".join(self.text.split("\n", PREVIEW_LINES)[:PREVIEW_LINES])
+        return start[:PREVIEW_CHARS] + "…"
 
 
 def transcript(messages: Iterable[Message]) -> Iterator[Entry]:

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from deuz_django import services
 from deuz_django.core import Deps
 from deuz_django.core.testing import FunctionModel, reply
 from deuz_django.core.usage import Usage
@@ -163,8 +164,28 @@ def test_the_run_page_shows_the_transcript_pending_approvals_and_history(
     assert "Decision history" in page
     history = page[page.index("Decision history") :]
     assert "deuz-badge--denied" in history
-    assert "<td>fin</td>" in history
-    assert "<td>No.</td>" in history
+    assert '<td data-label="By">fin</td>' in history
+    assert '<td data-label="Reason">No.</td>' in history
+
+
+def test_a_very_long_result_is_folded_to_its_first_lines_on_the_run_page(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = services.start_run(
+        agent="verbose", messages=[{"role": "user", "content": "Report."}]
+    )
+    services.resume_run(run.run_id)
+    client.force_login(make_user("root", superuser=True))
+
+    page = text(client.get(run_url(run)))
+
+    (fold,) = page.split('<div class="deuz-fold">')[1:]
+    preview, full = fold.split("<details>", 1)
+    assert "region-0" in preview
+    assert "region-59" not in preview
+    assert "Show all of it (305 lines, " in full
+    assert "region-59" in full
+    assert page.count('<div class="deuz-fold">') == 1  # the inputs are short enough
 
 
 def test_the_run_page_shows_tool_errors_and_the_last_error(

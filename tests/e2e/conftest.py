@@ -159,6 +159,7 @@ def demo_server(demo_site: LiveSite) -> Daphne:
 # -- the admin ------------------------------------------------------------------------------
 
 QUEUE = "/admin/deuz_django/approval/"
+RUNS = "/admin/deuz_django/run/"
 
 
 def admin_sign_in(page: Page, username: str, url: str, password: str = "pw") -> None:

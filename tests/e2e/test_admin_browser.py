@@ -17,6 +17,7 @@ from .agents import BODY
 from .conftest import (
     DESKTOP,
     QUEUE,
+    RUNS,
     SCREENS,
     admin_sign_in,
     new_context,
@@ -61,22 +62,30 @@ for agent in params["agents"]:
     )
     services.resume_run(run.run_id)
     runs[agent] = run.run_id
-for agent, tool in params["deny"]:
-    services.decide_approval(
+for agent, tool, approved, decider in params["verdicts"]:
+    decision = services.decide_approval(
         Approval.objects.get(run__run_id=runs[agent], tool_name=tool),
-        user=User.objects.get(username=texts[agent][0]),
-        approved=False, reason="Not needed any more, thanks.",
+        user=User.objects.get(username=decider),
+        approved=approved,
+        reason="" if approved else "Not needed any more, thanks.",
     )
+    if decision.run_ready:
+        services.resume_run(runs[agent])
 print(json.dumps(runs))
 """
 
 
 def suspended_runs(
-    site: LiveSite, *agents: str, deny: tuple[tuple[str, str], ...] = ()
+    site: LiveSite, *agents: str, verdicts: tuple[tuple[str, str, bool, str], ...] = ()
 ) -> Any:
     """The staff member ``finance``, two owners, and runs of ``agents`` waiting for
-    approvals; each ``(agent, tool)`` of ``deny`` denied by the run's owner."""
-    params = {"approver": list(APPROVER), "agents": list(agents), "deny": list(deny)}
+    approvals; then each ``(agent, tool, approved, decider)`` of ``verdicts`` recorded,
+    and a run whose last approval that was resumed."""
+    params = {
+        "approver": list(APPROVER),
+        "agents": list(agents),
+        "verdicts": list(verdicts),
+    }
     return site.script(f"params = {params!r}\n{SUSPEND}")
 
 
@@ -88,7 +97,13 @@ def test_the_queue_fits_the_screen_and_shows_the_work_still_to_do(
     screen: dict[str, int],
     tmp_path: Path,
 ) -> None:
-    suspended_runs(site, "gated", "nested", "verbose", deny=(("gated", "send_email"),))
+    suspended_runs(
+        site,
+        "gated",
+        "nested",
+        "verbose",
+        verdicts=(("gated", "send_email", False, "ann"),),
+    )
     context = new_context(browser, server, **screen)
     try:
         page = context.new_page()
@@ -133,6 +148,53 @@ def shade(row: Any) -> str:
             "cell => getComputedStyle(cell).backgroundColor"
         )
     )
+
+
+@SCREENS
+def test_the_run_page_gives_long_results_the_width_and_folds_very_long_ones(
+    browser: Browser, server: Daphne, site: LiveSite, screen: dict[str, int]
+) -> None:
+    run_id = suspended_runs(
+        site, "verbose", verdicts=(("verbose", "publish", True, "finance"),)
+    )["verbose"]
+    context = new_context(browser, server, **screen)
+    try:
+        page = context.new_page()
+        admin_sign_in(page, "finance", RUNS)
+        page.get_by_role("link", name=run_id).click()
+        transcript = page.locator(".deuz-transcript")
+        expect(transcript).to_contain_text("Published the report.")
+
+        # Every input and result wraps in the whole width of its entry.
+        blocks = transcript.locator("pre.deuz-json:visible")
+        assert blocks.count() >= 4
+        for index in range(blocks.count()):
+            share = blocks.nth(index).evaluate(
+                """pre => pre.scrollWidth <= pre.clientWidth
+                  && pre.offsetWidth / pre.closest("li").offsetWidth"""
+            )
+            assert share > 0.85
+        publish = transcript.locator(".deuz-entry--tool-call").filter(
+            has_text="publish"
+        )
+        expect(publish).to_contain_text(BODY.strip()[-60:])  # nothing clipped
+
+        # The 305-line report shows its start, and all of it on request.
+        report = transcript.locator(".deuz-entry--tool-result").filter(
+            has_text="fetch_report"
+        )
+        expand = report.get_by_text(re.compile(r"Show all of it \(\d+ lines"))
+        expect(report.locator(".deuz-preview")).to_contain_text('"region": "region-0"')
+        expect(report.get_by_text('"region": "region-59"')).to_be_hidden()
+        expand.click()
+        expect(report.get_by_text(re.compile('"region": "region-59"'))).to_be_visible()
+        expect(report.locator(".deuz-preview")).to_be_hidden()
+        report.get_by_text("Show less").click()
+        expect(report.locator(".deuz-preview")).to_be_visible()
+        assert overflowing(page, "#content *") == []
+        assert not scrolls_sideways(page)
+    finally:
+        context.close()
 
 
 def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
