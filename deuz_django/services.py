@@ -160,13 +160,22 @@ adecide_approval = sync_to_async(decide_approval)
 
 
 def record_operator_verdict(
-    approval: Approval, *, approved: bool, reason: str = ""
+    approval: Approval, *, operator: str, approved: bool, reason: str = ""
 ) -> Decision:
-    """A verdict from someone with shell access (``manage.py deuz resume --approve``).
+    """An operator override: a verdict from someone with shell access (``manage.py deuz
+    resume --operator NAME``), recorded as such with the name they gave.
 
     No user permission applies, but an approval still needs its token to verify.
     """
-    return record_verdict(approval, None, approved=approved, reason=reason, token=None)
+    if not operator.strip():
+        raise ValueError("operator: an operator override names the operator")
+    with transaction.atomic():
+        decision = record_verdict(
+            approval, None, approved=approved, reason=reason, token=None
+        )
+        Approval.objects.filter(pk=approval.pk).update(operator=operator.strip())
+    approval.refresh_from_db()
+    return decision
 
 
 # -- resuming -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""A readable transcript of a run's history, for the ``deuz show`` command and the admin."""
+"""A readable transcript of a run's history — the run's own and each sub-agent's under its
+agent path — for the ``deuz show`` command and the admin's run page."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from .core.messages import (
     ToolResultPart,
     ToolUsePart,
 )
+from .models import Run
+from .store import CHILD_SEPARATOR, DjangoSessionStore
 
 
 def pretty(value: Any) -> str:
@@ -104,10 +107,39 @@ def transcript(messages: Iterable[Message]) -> Iterator[Entry]:
                 yield Entry(message.role, kind, result, label)
 
 
-def transcript_lines(messages: Iterable[Message]) -> Iterator[str]:
-    for entry in transcript(messages):
+def transcript_lines(entries: Iterable[Entry]) -> Iterator[str]:
+    """Entries as text lines (``[role] kind label: text``), continuation lines indented."""
+    for entry in entries:
         head = f"[{entry.role}] {entry.kind}" + (
             f" {entry.label}" if entry.label else ""
         )
         body = entry.text.replace("\n", "\n    ")
         yield f"{head}: {body}"
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """The transcript of one run of the tree: the root, or a sub-agent at ``path``."""
+
+    run: Run
+    path: str
+    entries: list[Entry]
+
+
+def run_messages(run: Run) -> tuple[Message, ...]:
+    checkpoint = DjangoSessionStore().load(run.run_id)
+    return checkpoint.messages if checkpoint is not None else ()
+
+
+def sections(run: Run) -> list[Section]:
+    """The root's transcript, then each sub-agent's, labelled by its agent path."""
+    children = Run.objects.filter(
+        run_id__startswith=run.run_id + CHILD_SEPARATOR
+    ).order_by("pk")
+    found = [Section(run, "", list(transcript(run_messages(run))))]
+    for child in children:
+        path = " › ".join(
+            child.agent_path or [child.run_id.rsplit(CHILD_SEPARATOR, 1)[1]]
+        )
+        found.append(Section(child, path, list(transcript(run_messages(child)))))
+    return found

@@ -102,10 +102,8 @@ def expiry(approval: Approval) -> SafeString | str:
 
 
 def decider(approval: Approval) -> str:
-    """Who recorded the verdict: a user, or the system (operator command, expiry)."""
-    if approval.decided_by is not None:
-        return approval.decided_by.get_username()
-    return _("the system")
+    """Who recorded the verdict (:attr:`Approval.decider`)."""
+    return approval.decider
 
 
 def run_cost(run: Run) -> float | None:

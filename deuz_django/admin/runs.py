@@ -16,11 +16,9 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ..core.messages import Message
 from ..models import Approval, ApprovalStatus, Run
 from ..permissions import decide_refusal
-from ..store import CHILD_SEPARATOR, DjangoSessionStore
-from ..transcript import Entry, pretty, transcript
+from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import REASON_MAX_LENGTH
@@ -42,15 +40,6 @@ class HasPendingFilter(admin.SimpleListFilter):
 
 
 @dataclass(frozen=True, slots=True)
-class Section:
-    """The transcript of one run of the tree: the root, or a sub-agent at ``path``."""
-
-    run: Run
-    path: str
-    entries: list[Entry]
-
-
-@dataclass(frozen=True, slots=True)
 class PendingRow:
     """A pending approval as the viewing user may act on it."""
 
@@ -62,25 +51,6 @@ class PendingRow:
     @property
     def input(self) -> str:
         return pretty(self.approval.input)
-
-
-def run_messages(run: Run) -> tuple[Message, ...]:
-    checkpoint = DjangoSessionStore().load(run.run_id)
-    return checkpoint.messages if checkpoint is not None else ()
-
-
-def sections(run: Run) -> list[Section]:
-    """The root's transcript, then each sub-agent's, labelled by its agent path."""
-    children = Run.objects.filter(
-        run_id__startswith=run.run_id + CHILD_SEPARATOR
-    ).order_by("pk")
-    found = [Section(run, "", list(transcript(run_messages(run))))]
-    for child in children:
-        path = " › ".join(
-            child.agent_path or [child.run_id.rsplit(CHILD_SEPARATOR, 1)[1]]
-        )
-        found.append(Section(child, path, list(transcript(run_messages(child)))))
-    return found
 
 
 def pending_rows(user: Any, run: Run) -> list[PendingRow]:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils.html import strip_tags
 
 from deuz_django import services
 from deuz_django.core import Deps
@@ -281,3 +282,24 @@ def test_the_owner_is_offered_deny_but_not_approve_on_their_own_refund(
     assert 'value="approve"' not in refund
     assert 'value="deny"' in refund
     assert "The run&#x27;s owner may not approve their own refund call." in refund
+
+
+def test_the_decision_history_names_an_operator_override(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    services.record_operator_verdict(
+        approval(run, "refund"),
+        operator="Olga on call",
+        approved=False,
+        reason="Fraud.",
+    )
+    client.force_login(make_user("root", superuser=True))
+
+    history = text(client.get(run_url(run))).split("Decision history")[1]
+
+    assert '<td data-label="By">Olga on call (operator override)</td>' in history
+    queue = text(
+        client.get(reverse("admin:deuz_django_approval_changelist"), {"status": "all"})
+    )
+    assert "Olga on call (operator override) · " in strip_tags(queue)
