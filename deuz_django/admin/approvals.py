@@ -238,6 +238,18 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 request, selected, approved=approved, reason=form.cleaned_data["reason"]
             )
             return None
+        action = "approve_selected" if approved else "deny_selected"
+        return self._confirmation(request, selected, approved, form, {"action": action})
+
+    def _confirmation(
+        self,
+        request: HttpRequest,
+        selected: list[Approval],
+        approved: bool,
+        form: ReasonForm,
+        fields: dict[str, str],
+    ) -> TemplateResponse:
+        """The confirmation page; ``fields`` are posted back with the verdict."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -255,7 +267,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "title": _("%s these calls?") % verb,
             "opts": self.opts,
             "verb": verb,
-            "action": "approve_selected" if approved else "deny_selected",
+            "fields": fields,
             "decidable": decidable,
             "skipped": skipped,
             "form": form,
@@ -276,22 +288,32 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @method_decorator(require_POST)
     def decide_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The run page's per-row Approve/Deny buttons post here."""
+        """The run page's Approve/Deny buttons post here: first the confirmation page
+        (the queue's, with the reason box), then — confirmed — the verdict."""
         if not self.has_decide_permission(request):
             raise PermissionDenied
         approval = self.get_object(request, unquote(object_id))
         if approval is None:
             raise Http404(_("No such approval."))
         form = VerdictForm(request.POST)
-        if form.is_valid():
+        if not form.is_valid():
+            messages.error(
+                request, _("Nothing was recorded: %s") % form.errors.as_text()
+            )
+        elif request.POST.get("post") != "yes":
+            verdict = form.cleaned_data["verdict"]
+            return self._confirmation(
+                request,
+                [approval],
+                verdict == "approve",
+                ReasonForm(),
+                {"verdict": verdict},
+            )
+        else:
             decide(
                 request,
                 [approval],
                 approved=form.cleaned_data["verdict"] == "approve",
                 reason=form.cleaned_data["reason"],
-            )
-        else:
-            messages.error(
-                request, _("Nothing was recorded: %s") % form.errors.as_text()
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

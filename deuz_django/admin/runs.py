@@ -21,7 +21,6 @@ from ..permissions import decide_refusal
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import REASON_MAX_LENGTH
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -192,7 +191,6 @@ class RunAdmin(ReadOnlyAdmin):
             context.update(
                 sections=sections(run),
                 pending_rows=pending_rows(request.user, run),
-                reason_max_length=REASON_MAX_LENGTH,
                 decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
                 .select_related("decided_by")
                 .order_by("decided_at", "pk"),

@@ -70,7 +70,7 @@ def test_the_queue_shows_pending_calls_oldest_first_by_default(
         reverse(
             "admin:deuz_django_approval_decide", args=[approval(older, "refund").pk]
         ),
-        {"verdict": "deny"},
+        {"verdict": "deny", "post": "yes"},
     )
 
     response = client.get(QUEUE)
@@ -104,7 +104,7 @@ def test_all_shows_decided_calls_after_the_pending_ones_marked_as_decided(
     client.force_login(make_user("fin", *APPROVER, staff=True))
     client.post(
         reverse("admin:deuz_django_approval_decide", args=[approval(run, "refund").pk]),
-        {"verdict": "deny", "reason": "Duplicate."},
+        {"verdict": "deny", "reason": "Duplicate.", "post": "yes"},
     )
 
     response = client.get(QUEUE, {"status": "all"})

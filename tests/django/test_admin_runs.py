@@ -149,7 +149,8 @@ def test_the_run_page_shows_the_transcript_pending_approvals_and_history(
     run = suspended_run(make_user("ann"))
     client.force_login(make_user("fin", *APPROVER, staff=True))
     client.post(
-        decide_url(approval(run, "refund")), {"verdict": "deny", "reason": "No."}
+        decide_url(approval(run, "refund")),
+        {"verdict": "deny", "reason": "No.", "post": "yes"},
     )
 
     page = text(client.get(run_url(run)))
@@ -195,9 +196,12 @@ def test_the_run_page_shows_tool_errors_and_the_last_error(
     run = suspended_run(make_user("ann"))
     client.force_login(make_user("root", superuser=True))
     client.post(
-        decide_url(approval(run, "refund")), {"verdict": "deny", "reason": "No."}
+        decide_url(approval(run, "refund")),
+        {"verdict": "deny", "reason": "No.", "post": "yes"},
     )
-    client.post(decide_url(approval(run, "send_email")), {"verdict": "deny"})
+    client.post(
+        decide_url(approval(run, "send_email")), {"verdict": "deny", "post": "yes"}
+    )
     Run.objects.filter(pk=run.pk).update(last_error="model timed out")
 
     page = text(client.get(run_url(run)))

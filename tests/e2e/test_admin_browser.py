@@ -224,7 +224,16 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
         has_text=run_id[:8]
     ).get_by_role("link", name="Refund order A-1 and email Ann.").click()
 
+    # A misclick on Deny asks first, and can be taken back.
+    page.get_by_role("button", name="Deny send_email (e1)").click()
+    expect(page.get_by_role("heading", name="Deny these calls?")).to_be_visible()
+    page.get_by_role("button", name="No, take me back").click()
+    expect(page.get_by_role("heading", name="1 approval pending")).to_be_visible()
+
     page.get_by_role("button", name="Approve send_email (e1)").click()
+    expect(page.get_by_role("heading", name="Approve these calls?")).to_be_visible()
+    expect(page.locator(".deuz-confirm")).to_contain_text("ann@example.com")
+    page.get_by_role("button", name="Approve 1 call").click()
 
     expect(page.locator(".messagelist")).to_contain_text(
         f"Run {run_id} resumed in the background; it is now completed."
