@@ -38,6 +38,14 @@ class HasPendingFilter(admin.SimpleListFilter):
         return queryset
 
 
+class OwnerFilter(admin.RelatedOnlyFieldListFilter):
+    """By owner; runs started without a signed-in user are "No owner" (not a dash)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.empty_value_display = _("No owner")
+
+
 @dataclass(frozen=True, slots=True)
 class PendingRow:
     """A pending approval as the viewing user may act on it."""
@@ -84,7 +92,7 @@ class RunAdmin(ReadOnlyAdmin):
     list_filter = (
         "status",
         "agent",
-        ("owner", admin.RelatedOnlyFieldListFilter),
+        ("owner", OwnerFilter),
         HasPendingFilter,
     )
     search_fields = ("run_id", "owner__username", "title")

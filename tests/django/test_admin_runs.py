@@ -117,6 +117,26 @@ def test_the_list_filters_by_status_agent_owner_and_pending_and_searches(
     assert found(f"q={done.run_id}") == {done.pk}
 
 
+def test_the_owner_filter_calls_runs_without_an_owner_no_owner(
+    client: Client, make_user: MakeUser
+) -> None:
+    owned = suspended_run(make_user("ann"))
+    unowned = suspended_run()
+    client.force_login(make_user("viewer", *VIEWER, staff=True))
+
+    response = client.get(RUNS)
+
+    (owner,) = [f for f in response.context["cl"].filter_specs if f.title == "owner"]
+    choices = [c["display"] for c in owner.choices(response.context["cl"])]
+    assert choices == ["All", "ann", "No owner"]
+    empty = [
+        c for c in owner.choices(response.context["cl"]) if c["display"] == "No owner"
+    ]
+    page = client.get(RUNS + empty[0]["query_string"])
+    assert {r.pk for r in rows(page)} == {unowned.pk}
+    assert owned.pk not in {r.pk for r in rows(page)}
+
+
 def test_the_run_browser_needs_the_view_run_permission(
     client: Client, make_user: MakeUser
 ) -> None:

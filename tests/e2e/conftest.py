@@ -239,7 +239,10 @@ def answered(page: Page, text: str) -> Locator:
 
 
 def approval_card(page: Page, tool_name: str) -> Locator:
-    return page.get_by_role("region", name=f"Approval needed: {tool_name}")
+    """The card of a gated call, whatever its heading says (asking, or decided)."""
+    label = "Approval needed|Approved|Denied|Expired|Decided"
+    name = re.compile(rf"^({label}): {re.escape(tool_name)}$")
+    return page.get_by_role("region", name=name)
 
 
 def run_status(page: Page) -> Locator:

@@ -62,9 +62,11 @@ def test_a_customer_approves_an_email_and_the_answer_streams(
     ).to_have_attribute("href", f"?run={run_id}")
     chat.screenshot(path=screenshot_path(tmp_path, "chat-approval-card.png"))
 
+    expect(card.get_by_role("heading")).to_have_text("Approval needed: send_email")
     card.get_by_role("button", name="Approve").click()
 
     expect(answered(chat, EMAIL_SENT)).to_be_visible()
+    expect(card.get_by_role("heading")).to_have_text("Approved: send_email")
     expect(card).to_contain_text("Approved")
     expect(chat.get_by_text("send_email done", exact=True)).to_be_visible()
     expect(run_status(chat)).to_have_text("Answer complete")
@@ -92,8 +94,8 @@ def test_staff_approve_a_refund_in_the_admin_and_the_customers_page_continues_li
         admin.get_by_label("Username").fill(STAFF[0])
         admin.get_by_label("Password").fill(STAFF[1])
         admin.get_by_role("button", name="Log in").click()
-        row = admin.get_by_role("row", name=re.compile(r"issue_refund \(refund_1\)"))
-        row.filter(has_text=run_id[:12]).get_by_role("checkbox").check()
+        row = admin.get_by_role("row", name=re.compile(r"issue_refund refund_1"))
+        row.filter(has_text=run_id[:8]).get_by_role("checkbox").check()
         admin.get_by_role("combobox", name="Action").select_option("approve_selected")
         admin.locator(".actions").get_by_role("button", name="Run").click()
         admin.get_by_role("button", name="Approve 1 call").click()
@@ -104,7 +106,7 @@ def test_staff_approve_a_refund_in_the_admin_and_the_customers_page_continues_li
         staff.close()
 
     expect(answered(chat, REFUNDED)).to_be_visible()
-    expect(card).to_contain_text("Approved")
+    expect(card.get_by_role("heading")).to_have_text("Approved: issue_refund")
     expect(chat.get_by_text("issue_refund done", exact=True)).to_be_visible()
     assert chat.evaluate("window.sameDocument") is True
     status = demo_site.script(
@@ -127,6 +129,7 @@ def test_a_denied_email_shows_the_assistants_reaction(chat: Page) -> None:
 
     expect(answered(chat, EMAIL_DENIED)).to_be_visible()
     expect(card).to_contain_text("Denied: Not now, thanks.")
+    expect(card.get_by_role("heading")).to_have_text("Denied: send_email")
     expect(
         chat.get_by_text("send_email denied: Not now, thanks.", exact=True)
     ).to_be_visible()
