@@ -32,9 +32,10 @@ EMAIL_DENIED = (
 REFUNDED = (
     "Good news: Refunded $39.90 on A-1003. It reaches your card in 3–5 business days."
 )
-RESEARCHED = (
-    "Here is what the researcher found: Returns are accepted within 30 days and "
-    "refunds take 3–5 business days. I saved a note to your file."
+RESEARCHED = "That is what the researcher found. Anything else?"
+RESEARCHER_SAID = (
+    "Returns are accepted within 30 days and refunds take 3–5 business days. "
+    "I saved a note to your file."
 )
 
 
@@ -160,6 +161,9 @@ def test_the_researchers_gated_call_shows_its_agent_path_and_is_approved_on_a_ph
 
         expect(researcher).to_contain_text("save_note done")
         expect(answered(phone, RESEARCHED)).to_be_visible()
+        # The researcher's answer is shown once: in its own box.
+        expect(researcher.get_by_text(RESEARCHER_SAID, exact=True)).to_be_visible()
+        expect(phone.get_by_text(RESEARCHER_SAID)).to_have_count(1)
         expect(phone.get_by_text("researcher done", exact=True)).to_be_visible()
 
         # On a phone the conversation list sits behind a toggle.
