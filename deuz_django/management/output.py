@@ -18,7 +18,9 @@ TITLE_WIDTH = 40
 
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines = [
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()
+    ]
     lines.append("  ".join("-" * w for w in widths))
     lines += [
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
