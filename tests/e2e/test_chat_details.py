@@ -102,6 +102,8 @@ def test_a_decided_card_says_how_it_was_decided(
             """
         )
         page.reload()
+        # Said so from the server's record, or — when the reload re-drove the run first —
+        # from the call's settled denial ("Approval expired.").
         expect(card.get_by_role("heading")).to_have_text("Expired: send_email")
         expect(card).to_contain_text("not decided in time")
         expect(card.get_by_role("button")).to_have_count(0)

@@ -35,6 +35,8 @@ const ui = {
 };
 const STATUS_LABELS = { running: "Running", suspended: "Waiting for approval", completed: "Done" };
 const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expired" };
+const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
+const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
 const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
 
 /** Build an element: h("p", {class: "x"}, "text", child). */
@@ -187,7 +189,7 @@ class ApprovalCard {
     const text = {
       approved: "Approved — the assistant continues.",
       denied: "Denied.",
-      expired: "Expired — it was not decided in time, so the call does not run.",
+      expired: EXPIRED_TEXT,
     };
     this.title(VERDICT_LABELS[status] || "Decided");
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text[status] || `This approval ${status}.`));
@@ -206,10 +208,13 @@ class ApprovalCard {
     const focused = this.el.contains(document.activeElement);
     this.state = "settled";
     this.el.dataset.settled = tool.denied ? "denied" : "approved";
-    this.title(tool.denied ? "Denied" : "Approved");
-    const text = tool.denied
-      ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
-      : "Approved";
+    const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
+    this.title(expired ? "Expired" : tool.denied ? "Denied" : "Approved");
+    const text = expired
+      ? EXPIRED_TEXT
+      : tool.denied
+        ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
+        : "Approved";
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
     if (focused) this.decision.firstChild.focus();
   }
