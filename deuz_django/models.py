@@ -185,6 +185,9 @@ class Approval(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # An operator override (``deuz resume --operator NAME``): the verdict was recorded
+    # from a shell without the user permission rules; the name the operator gave.
+    operator = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ApprovalQuerySet.as_manager()
@@ -219,6 +222,16 @@ class Approval(models.Model):
     @property
     def agent_path_label(self) -> str:
         return " › ".join(self.agent_path or [])
+
+    @property
+    def decider(self) -> str:
+        """Who recorded the verdict: a user, an operator override from the shell (with
+        the name the operator gave), or the system (an expiry, a resume without one)."""
+        if self.operator:
+            return _("%(name)s (operator override)") % {"name": self.operator}
+        if self.decided_by is not None:
+            return str(self.decided_by.get_username())
+        return str(_("the system"))
 
 
 class Dashboard(Run):

@@ -175,18 +175,21 @@ adecide_approval = sync_to_async(decide_approval)
 
 
 def record_operator_verdict(
-    approval: Approval, *, approved: bool, reason: str = ""
+    approval: Approval, *, operator: str, approved: bool, reason: str = ""
 ) -> Decision:
-    """A verdict from someone with shell access (``manage.py deuz resume --approve``).
+    """An operator override: a verdict from someone with shell access (``manage.py deuz
+    resume --operator NAME``), recorded as such with the name they gave.
 
     No user permission applies, but the approval must still be pending and decidable,
     and an approval's stored token must still verify.
     """
+    if not operator.strip():
+        raise ValueError("operator: an operator override names the operator")
     verdict = Verdict(approved=approved, reason=reason)
     refusal = state_refusal(approval, verdict)
     if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
         raise refusal.error
-    return record_verdict(approval, None, verdict)
+    return record_verdict(approval, None, verdict, operator=operator.strip())
 
 
 # -- continuing -----------------------------------------------------------------------------

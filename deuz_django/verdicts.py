@@ -194,10 +194,13 @@ def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
     return record_verdict(approval, user, verdict)
 
 
-def record_verdict(approval: Approval, user: Any, verdict: Verdict) -> Decision:
+def record_verdict(
+    approval: Approval, user: Any, verdict: Verdict, *, operator: str = ""
+) -> Decision:
     """Write a verdict that :func:`check_verdict` accepted (an expired approval is
     written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
-    was recorded in between."""
+    was recorded in between. ``operator`` names who overrode the user rules from a
+    shell (``deuz resume --operator``), recorded in the same write."""
     if is_expired(approval):
         status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
     elif verdict.approved:
@@ -211,6 +214,7 @@ def record_verdict(approval: Approval, user: Any, verdict: Verdict) -> Decision:
         decided_by=_user_or_none(user),
         decided_at=timezone.now(),
         reason=reason,
+        operator=operator,
     )
     approval.refresh_from_db()
     if updated != 1:

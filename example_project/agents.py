@@ -1,6 +1,6 @@
 """The demo agent: a small support assistant that really uses tools.
 
-- ``lookup_order`` is free;
+- ``lookup_order`` and ``latest_order`` (when the customer names no order) are free;
 - ``issue_refund`` needs a staff approver holding ``example_project.approve_refund``, and the
   customer who owns the run may not approve it (separation of duties);
 - ``send_email`` is approved by the customer in the chat;
@@ -45,12 +45,7 @@ STREAM_DELAY = float(os.environ.get("DEUZ_DEMO_STREAM_DELAY", "0.03"))
 # -- tools ------------------------------------------------------------------------------------
 
 
-@tool
-def lookup_order(order_id: str) -> dict[str, object]:
-    """Look an order up by its number (for example A-1001)."""
-    order = Order.objects.filter(number__iexact=order_id).first()
-    if order is None:
-        raise LookupError(f"There is no order {order_id}.")
+def _facts(order: Order) -> dict[str, object]:
     return {
         "order": order.number,
         "item": order.item,
@@ -58,6 +53,24 @@ def lookup_order(order_id: str) -> dict[str, object]:
         "status": order.status,
         "refunded": str(order.refunded),
     }
+
+
+@tool
+def lookup_order(order_id: str) -> dict[str, object]:
+    """Look an order up by its number (for example A-1001)."""
+    order = Order.objects.filter(number__iexact=order_id).first()
+    if order is None:
+        raise LookupError(f"There is no order {order_id}.")
+    return _facts(order)
+
+
+@tool
+def latest_order() -> dict[str, object]:
+    """Look up the customer's most recent order (when they name none)."""
+    order = Order.objects.order_by("-number").first()
+    if order is None:
+        raise LookupError("There are no orders yet.")
+    return _facts(order)
 
 
 @tool(
@@ -151,11 +164,16 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
     lowered = text.lower()
     turn = sum(1 for m in request.messages if m.role == "user")
     order_match = ORDER_NUMBER.search(text)
-    order_id = order_match.group(1).upper() if order_match else "A-1001"
+    named = order_match.group(1).upper() if order_match else None
 
     if "refund" in lowered:
+        if named is None:  # money never moves on a guess: ask
+            return _say(
+                "Which order should I refund? Tell me its number, for example "
+                "'Please refund order A-1001'."
+            )
         if "lookup_order" not in done:
-            return _call(f"lookup_{turn}", "lookup_order", {"order_id": order_id})
+            return _call(f"lookup_{turn}", "lookup_order", {"order_id": named})
         ok, found = _outcome(done["lookup_order"])
         if not ok:
             return _say(f"I couldn't find that order: {found}")
@@ -164,7 +182,7 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
             return _call(
                 f"refund_{turn}",
                 "issue_refund",
-                {"order_id": order_id, "amount": total, "reason": "Customer request"},
+                {"order_id": named, "amount": total, "reason": "Customer request"},
             )
         ok, outcome = _outcome(done["issue_refund"])
         if ok:
@@ -174,6 +192,13 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
         return _say(f"I'm sorry, the refund was not approved. ({outcome})")
 
     if "email" in lowered or "mail me" in lowered:
+        if named is None and "latest_order" not in done:
+            return _call(f"latest_{turn}", "latest_order", {})
+        if named is None:
+            ok, found = _outcome(done["latest_order"])
+            if not ok:
+                return _say(f"I couldn't find an order to write about: {found}")
+        order_id = named or str(done["latest_order"].result["order"])  # type: ignore[index]
         if "send_email" not in done:
             to = EMAIL.search(text)
             return _call(
@@ -185,26 +210,39 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
                     "body": "Here is the summary you asked for.",
                 },
             )
+        guessed = (
+            ""
+            if named
+            else f" You didn't name an order, so I used your latest one, {order_id}."
+        )
         ok, outcome = _outcome(done["send_email"])
         if ok:
-            return _say(f"Done — {outcome}")
+            return _say(f"Done — {outcome}{guessed}")
         return _say(f"Understood, I did not send the email. ({outcome})")
 
     if "research" in lowered or "find out" in lowered:
         if "researcher" not in done:
             return _call(f"research_{turn}", "researcher", {"prompt": text})
-        return _say(f"Here is what the researcher found: {done['researcher'].result}")
+        # The researcher's own words are on screen already, in its box: no echo.
+        ok, _ = _outcome(done["researcher"])
+        if not ok:
+            return _say("I'm sorry, the research did not finish.")
+        return _say("That is what the researcher found. Anything else?")
 
     if order_match or "order" in lowered:
-        if "lookup_order" not in done:
-            return _call(f"lookup_{turn}", "lookup_order", {"order_id": order_id})
-        ok, found = _outcome(done["lookup_order"])
+        tool_name = "lookup_order" if named else "latest_order"
+        if tool_name not in done:
+            arguments = {"order_id": named} if named else {}
+            return _call(f"lookup_{turn}", tool_name, arguments)
+        ok, found = _outcome(done[tool_name])
         if not ok:
             return _say(f"I couldn't find that order: {found}")
-        order = done["lookup_order"].result
+        order: dict[str, str] = done[tool_name].result  # type: ignore[assignment]
+        facts = f"({order['item']}, ${order['total']})"
+        if named:
+            return _say(f"Order {order['order']} {facts} is {order['status']}.")
         return _say(
-            f"Order {order['order']} ({order['item']}, ${order['total']}) "  # type: ignore[index]
-            f"is {order['status']}."  # type: ignore[index]
+            f"Your latest order, {order['order']} {facts}, is {order['status']}."
         )
 
     return _say(
@@ -219,7 +257,7 @@ def research_reply(request: ModelRequest) -> ScriptedReply:
     if "search_help_center" not in done:
         return _call("kb_1", "search_help_center", {"query": text[:80]})
     if "save_note" not in done:
-        findings = "; ".join(done["search_help_center"].result)  # type: ignore[arg-type]
+        findings = " ".join(done["search_help_center"].result)
         return _call("note_1", "save_note", {"title": "Research", "text": findings})
     saved, _ = _outcome(done["save_note"])
     return _say(
@@ -255,7 +293,7 @@ def assistant() -> AgentSpec:
     )
     return AgentSpec(
         model=_model("support"),
-        tools=[lookup_order, issue_refund, send_email, researcher],
+        tools=[lookup_order, latest_order, issue_refund, send_email, researcher],
         system=SYSTEM,
         max_steps=8,
     )

@@ -14,12 +14,20 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
 from deuz_django.models import Run
 from deuz_django.permissions import decide_refusal
 
 AGENT = "assistant"
+# The demo's icon: the browser asks every page's site for /favicon.ico (the admin too).
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect width="32" height="32" rx="7" fill="#417690"/>'
+    '<path d="M9 16l5 5 9-10" fill="none" stroke="#fff" stroke-width="3.5" '
+    'stroke-linecap="round" stroke-linejoin="round"/></svg>'
+)
 
 
 class DemoLoginView(LoginView):
@@ -35,7 +43,15 @@ class DemoLoginView(LoginView):
 @login_required
 @require_GET
 def chat(request: HttpRequest) -> HttpResponse:
-    return render(request, "chat/index.html", {"agent": AGENT})
+    """The chat; with ``?run=`` that conversation's title is in the page from the start,
+    so a reload never flashes the empty "new conversation" page first."""
+    run_id = request.GET.get("run")
+    run = (
+        Run.objects.for_user(request.user).filter(run_id=run_id).first()
+        if run_id
+        else None
+    )
+    return render(request, "chat/index.html", {"agent": AGENT, "run": run})
 
 
 @require_GET
@@ -65,3 +81,9 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
             }
         )
     return JsonResponse({"runId": run.run_id, "approvals": approvals})
+
+
+@require_GET
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(FAVICON, content_type="image/svg+xml")

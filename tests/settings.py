@@ -29,6 +29,7 @@ DEUZ = {
         "asker": "tests.django.stream_agents.asker",
         "support": "tests.django.dashboard_agents.support",
         "research": "tests.django.dashboard_agents.research",
+        "verbose": "tests.e2e.agents.verbose",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
 }

@@ -5,6 +5,7 @@ per-row buttons. Rows are never edited: a decided row is read-only forever.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.contrib import admin, messages
@@ -24,7 +25,7 @@ from django.views.decorators.http import require_POST
 from ..models import Approval, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
 from ..transcript import pretty
-from ..verdicts import expiry_cutoff
+from ..verdicts import is_expired
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import ReasonForm, VerdictForm, decide
@@ -38,29 +39,51 @@ def run_page(run: Run) -> str:
     return reverse("admin:deuz_django_run_change", args=[run.pk])
 
 
+class StatusFilter(admin.SimpleListFilter):
+    """By status, pending unless asked otherwise: the queue is the work still to do."""
+
+    title = gettext_lazy("status")
+    parameter_name = "status"
+    ALL = "all"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [*ApprovalStatus.choices, (self.ALL, _("All"))]
+
+    def value(self) -> str:
+        return super().value() or ApprovalStatus.PENDING
+
+    def choices(self, changelist: Any) -> Iterator[dict[str, Any]]:
+        choices = super().choices(changelist)
+        next(
+            choices
+        )  # Django's own "All" drops the parameter, which means "pending" here
+        yield from choices
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[Approval]
+    ) -> QuerySet[Approval]:
+        if self.value() == self.ALL:
+            return queryset
+        return queryset.filter(status=self.value())
+
+
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
-    list_display = (
-        "tool",
-        "call_input",
-        "agent",
-        "run_link",
-        "owner",
-        "age",
-        "expiry",
-        "status_badge",
-    )
-    list_filter = ("status", "tool_name", "run__agent")
+    # Few, narrow columns, so the queue fits a laptop screen beside the admin's sidebars:
+    # long inputs and titles are cut short, with the whole value in the tooltip and on
+    # the approval's own page.
+    list_display = ("call", "call_input", "run_link", "status_badge")
+    list_filter = (StatusFilter, "tool_name", "run__agent")
     search_fields = ("tool_name", "approval_id", "run__run_id", "run__owner__username")
     actions = ("approve_selected", "deny_selected")
     changelist_title = gettext_lazy("Approval queue")
     fields = (
         "run_link",
         "tool",
-        "call_input",
+        "full_input",
         "agent",
         "owner",
-        "age",
+        "created",
         "expiry",
         "status_badge",
     )
@@ -74,70 +97,116 @@ class ApprovalAdmin(ReadOnlyAdmin):
     def get_ordering(self, request: HttpRequest) -> Any:
         return (PENDING_FIRST, "created_at", "id")
 
-    def get_list_display(self, request: HttpRequest) -> Any:
-        if expiry_cutoff() is None:
-            return tuple(c for c in self.list_display if c != "expiry")
-        return self.list_display
-
     def has_decide_permission(self, request: HttpRequest) -> bool:
         """Whether to offer Approve/Deny at all; each approval is checked again."""
         return may_decide_some(request.user)
 
     # -- columns ----------------------------------------------------------------------------
 
-    @admin.display(description=gettext_lazy("tool"), ordering="tool_name")
+    @admin.display(description=gettext_lazy("call"), ordering="tool_name")
+    def call(self, obj: Approval) -> str:
+        """The tool, the call's id and — for a sub-agent's call — the asking agent."""
+        via = (
+            format_html(
+                '<br><span class="deuz-muted">{}</span>',
+                _("via %s") % obj.agent_path_label,
+            )
+            if obj.agent_path
+            else ""
+        )
+        return format_html(
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}',
+            obj.tool_name,
+            obj.approval_id,
+            via,
+        )
+
+    @admin.display(description=gettext_lazy("input"))
+    def call_input(self, obj: Approval) -> str:
+        return display.json_summary(obj.input)
+
+    @admin.display(description=gettext_lazy("run"), ordering="run__run_id")
+    def run_link(self, obj: Approval) -> str:
+        """The run's title (cut short; whole in the tooltip), its owner and short id."""
+        run = obj.run
+        owner = run.owner.get_username() if run.owner else _("no owner")
+        return format_html(
+            '<a class="deuz-truncate" href="{}#approval-{}" title="{}">{}</a>'
+            '<span class="deuz-muted">{} · <code>{}…</code></span>',
+            run_page(run),
+            obj.pk,
+            f"{run.title}\n{run.run_id}" if run.title else run.run_id,
+            run.title or run.run_id,
+            owner,
+            run.run_id[:8],
+        )
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_badge(self, obj: Approval) -> str:
+        """The status; for a pending call how old it is and when it expires, for a
+        decided one who recorded the verdict, when and why."""
+        status = display.badge(obj.status, obj.get_status_display())
+        if obj.is_pending:
+            moment = display.expires_at(obj)
+            if moment is None:
+                expires: Any = ""
+            elif is_expired(obj):
+                expires = format_html("<br>{}", display.badge("expired"))
+            else:
+                expires = format_html(
+                    "<br>{} {}", _("expires"), display.relative_time(moment)
+                )
+            return format_html(
+                '{}<span class="deuz-when"><br>{} {}{}</span>',
+                status,
+                _("asked"),
+                display.relative_time(obj.created_at),
+                expires,
+            )
+        return format_html(
+            '<span class="deuz-decided">{}<span class="deuz-when"><br>{} · {}</span>{}'
+            "</span>",
+            status,
+            display.decider(obj),
+            display.relative_time(obj.decided_at),
+            format_html(
+                '<span class="deuz-truncate" title="{}">{}</span>',
+                obj.reason,
+                obj.reason,
+            )
+            if obj.reason
+            else "",
+        )
+
+    # -- the approval's own page ------------------------------------------------------------
+
+    @admin.display(description=gettext_lazy("tool"))
     def tool(self, obj: Approval) -> str:
         return format_html(
-            '<strong>{}</strong><br><code class="deuz-muted">{}</code>',
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>',
             obj.tool_name,
             obj.approval_id,
         )
 
     @admin.display(description=gettext_lazy("input"))
-    def call_input(self, obj: Approval) -> str:
+    def full_input(self, obj: Approval) -> str:
         return display.json_block(obj.input, _("Input of %s") % obj.tool_name)
 
     @admin.display(description=gettext_lazy("agent path"))
     def agent(self, obj: Approval) -> str:
         return obj.agent_path_label or display.EMPTY
 
-    @admin.display(description=gettext_lazy("run"), ordering="run__run_id")
-    def run_link(self, obj: Approval) -> str:
-        return format_html(
-            '<a href="{}#approval-{}" title="{}">{}</a><br>'
-            '<code class="deuz-muted">{}…</code>',
-            run_page(obj.run),
-            obj.pk,
-            obj.run.run_id,
-            obj.run.title or obj.run.run_id,
-            obj.run.run_id[:12],
-        )
-
-    @admin.display(description=gettext_lazy("owner"), ordering="run__owner__username")
+    @admin.display(description=gettext_lazy("owner"))
     def owner(self, obj: Approval) -> str:
         return obj.run.owner.get_username() if obj.run.owner else display.EMPTY
 
-    @admin.display(description=gettext_lazy("age"), ordering="created_at")
-    def age(self, obj: Approval) -> str:
+    @admin.display(description=gettext_lazy("created"))
+    def created(self, obj: Approval) -> str:
         return display.relative_time(obj.created_at)
 
     @admin.display(description=gettext_lazy("expires"))
     def expiry(self, obj: Approval) -> str:
         return display.expiry(obj)
-
-    @admin.display(description=gettext_lazy("status"), ordering="status")
-    def status_badge(self, obj: Approval) -> str:
-        """The verdict, and for a decided call who recorded it, when and why."""
-        status = display.badge(obj.status, obj.get_status_display())
-        if obj.is_pending:
-            return status
-        return format_html(
-            '{}<br><span class="deuz-decision">{} · {}</span><br>{}',
-            status,
-            display.decider(obj),
-            display.relative_time(obj.decided_at),
-            obj.reason,
-        )
 
     # -- deciding ---------------------------------------------------------------------------
 
@@ -169,6 +238,18 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 request, selected, approved=approved, reason=form.cleaned_data["reason"]
             )
             return None
+        action = "approve_selected" if approved else "deny_selected"
+        return self._confirmation(request, selected, approved, form, {"action": action})
+
+    def _confirmation(
+        self,
+        request: HttpRequest,
+        selected: list[Approval],
+        approved: bool,
+        form: ReasonForm,
+        fields: dict[str, str],
+    ) -> TemplateResponse:
+        """The confirmation page; ``fields`` are posted back with the verdict."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -186,7 +267,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "title": _("%s these calls?") % verb,
             "opts": self.opts,
             "verb": verb,
-            "action": "approve_selected" if approved else "deny_selected",
+            "fields": fields,
             "decidable": decidable,
             "skipped": skipped,
             "form": form,
@@ -207,22 +288,32 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @method_decorator(require_POST)
     def decide_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The run page's per-row Approve/Deny buttons post here."""
+        """The run page's Approve/Deny buttons post here: first the confirmation page
+        (the queue's, with the reason box), then — confirmed — the verdict."""
         if not self.has_decide_permission(request):
             raise PermissionDenied
         approval = self.get_object(request, unquote(object_id))
         if approval is None:
             raise Http404(_("No such approval."))
         form = VerdictForm(request.POST)
-        if form.is_valid():
+        if not form.is_valid():
+            messages.error(
+                request, _("Nothing was recorded: %s") % form.errors.as_text()
+            )
+        elif request.POST.get("post") != "yes":
+            verdict = form.cleaned_data["verdict"]
+            return self._confirmation(
+                request,
+                [approval],
+                verdict == "approve",
+                ReasonForm(),
+                {"verdict": verdict},
+            )
+        else:
             decide(
                 request,
                 [approval],
                 approved=form.cleaned_data["verdict"] == "approve",
                 reason=form.cleaned_data["reason"],
-            )
-        else:
-            messages.error(
-                request, _("Nothing was recorded: %s") % form.errors.as_text()
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

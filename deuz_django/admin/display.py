@@ -18,10 +18,13 @@ from django.utils.translation import gettext as _
 from ..core.usage import Usage
 from ..models import Approval, Run
 from ..registry import agent_pricer
-from ..transcript import pretty
+from ..transcript import compact, pretty
 from ..verdicts import expiry_cutoff, is_expired
 
 EMPTY = "—"
+SUMMARY_LENGTH = (
+    120  # characters of a one-line JSON summary; the stylesheet cuts it shorter
+)
 
 
 def badge(value: str, label: str | None = None) -> SafeString:
@@ -64,6 +67,19 @@ def json_block(value: Any, label: str) -> SafeString:
     )
 
 
+def json_summary(value: Any) -> SafeString:
+    """A JSON value on one line, cut short, with the whole value pretty-printed in the
+    tooltip (list columns; the object's own page shows it in full)."""
+    text = compact(value)
+    if len(text) > SUMMARY_LENGTH:
+        text = text[: SUMMARY_LENGTH - 1] + "…"
+    return format_html(
+        '<code class="deuz-summary deuz-truncate" title="{}">{}</code>',
+        pretty(value),
+        text,
+    )
+
+
 def expires_at(approval: Approval) -> datetime | None:
     """When a pending approval stops being decidable (``DEUZ['APPROVAL_MAX_AGE']``)."""
     now = timezone.now()
@@ -83,10 +99,8 @@ def expiry(approval: Approval) -> SafeString | str:
 
 
 def decider(approval: Approval) -> str:
-    """Who recorded the verdict: a user, or the system (operator command, expiry)."""
-    if approval.decided_by is not None:
-        return approval.decided_by.get_username()
-    return _("the system")
+    """Who recorded the verdict (:attr:`Approval.decider`)."""
+    return approval.decider
 
 
 def run_cost(run: Run) -> float | None:

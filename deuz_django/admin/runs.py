@@ -16,15 +16,11 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ..core.durable import child_run_id_prefix
-from ..core.messages import Message
 from ..models import Approval, ApprovalStatus, Run
 from ..permissions import decide_refusal
-from ..store import DjangoSessionStore
-from ..transcript import Entry, pretty, transcript
+from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import REASON_MAX_LENGTH
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -42,13 +38,12 @@ class HasPendingFilter(admin.SimpleListFilter):
         return queryset
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
-    """The transcript of one run of the tree: the root, or a sub-agent at ``path``."""
+class OwnerFilter(admin.RelatedOnlyFieldListFilter):
+    """By owner; runs started without a signed-in user are "No owner" (not a dash)."""
 
-    run: Run
-    path: str
-    entries: list[Entry]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.empty_value_display = _("No owner")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +58,6 @@ class PendingRow:
     @property
     def input(self) -> str:
         return pretty(self.approval.input)
-
-
-def run_messages(run: Run) -> tuple[Message, ...]:
-    checkpoint = DjangoSessionStore().load(run.run_id)
-    return checkpoint.messages if checkpoint is not None else ()
-
-
-def sections(run: Run) -> list[Section]:
-    """The root's transcript, then each sub-agent's, labelled by its agent path."""
-    prefix = child_run_id_prefix(run.run_id)
-    children = Run.objects.filter(run_id__startswith=prefix).order_by("pk")
-    found = [Section(run, "", list(transcript(run_messages(run))))]
-    for child in children:
-        path = " › ".join(child.agent_path or [child.run_id.removeprefix(prefix)])
-        found.append(Section(child, path, list(transcript(run_messages(child)))))
-    return found
 
 
 def pending_rows(user: Any, run: Run) -> list[PendingRow]:
@@ -113,7 +92,7 @@ class RunAdmin(ReadOnlyAdmin):
     list_filter = (
         "status",
         "agent",
-        ("owner", admin.RelatedOnlyFieldListFilter),
+        ("owner", OwnerFilter),
         HasPendingFilter,
     )
     search_fields = ("run_id", "owner__username", "title")
@@ -220,7 +199,6 @@ class RunAdmin(ReadOnlyAdmin):
             context.update(
                 sections=sections(run),
                 pending_rows=pending_rows(request.user, run),
-                reason_max_length=REASON_MAX_LENGTH,
                 decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
                 .select_related("decided_by")
                 .order_by("decided_at", "pk"),

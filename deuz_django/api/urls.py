@@ -5,8 +5,13 @@ Any other path under the prefix answers with a JSON 404, so clients never get an
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from typing import Any
+
+from django.apps import apps
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
+from drf_spectacular.settings import patched_settings
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..sse import run_stream
@@ -26,6 +31,25 @@ SCHEMA_SETTINGS = {
         "ApprovalStatusEnum": "deuz_django.models.ApprovalStatus",
     },
 }
+
+
+# Swagger UI from drf-spectacular-sidecar's static files: no CDN, the version pinned.
+SIDECAR_SETTINGS = {"SWAGGER_UI_DIST": "SIDECAR", "SWAGGER_UI_FAVICON_HREF": "SIDECAR"}
+
+
+class DocsView(SpectacularSwaggerView):
+    """Swagger UI for the schema, served by the project itself when
+    ``drf_spectacular_sidecar`` is installed (drf-spectacular's default loads the latest
+    Swagger UI from a CDN: a blank page offline, and a version nobody chose)."""
+
+    title = SCHEMA_SETTINGS["TITLE"]
+
+    @extend_schema(exclude=True)
+    def get(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+        local = apps.is_installed("drf_spectacular_sidecar")
+        with patched_settings(SIDECAR_SETTINGS if local else None):
+            response: HttpResponse = super().get(request, *args, **kwargs)
+        return response
 
 
 def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
@@ -56,6 +80,6 @@ urlpatterns = [
         SpectacularAPIView.as_view(custom_settings=SCHEMA_SETTINGS),
         name="schema",
     ),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="deuz:schema"), name="docs"),
+    path("docs/", DocsView.as_view(url_name="deuz:schema"), name="docs"),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]

@@ -34,9 +34,45 @@ MakeUser = Callable[..., User]
 
 
 def post(client: Client, target: Approval, verdict: str, reason: str = "") -> Any:
-    """Press a per-row button and follow the redirect back to the run page."""
+    """Press a per-row button, confirm, and follow the redirect back to the run page."""
     return client.post(
-        decide_url(target), {"verdict": verdict, "reason": reason}, follow=True
+        decide_url(target),
+        {"verdict": verdict, "reason": reason, "post": "yes"},
+        follow=True,
+    )
+
+
+@pytest.mark.parametrize("verdict", ["approve", "deny"])
+def test_a_button_on_the_run_page_first_asks_for_confirmation_and_a_reason(
+    client: Client, make_user: MakeUser, verdict: str
+) -> None:
+    run = suspended_run(make_user("ann"))
+    client.force_login(make_user("root", superuser=True))
+    email = approval(run, "send_email")
+
+    page = client.post(decide_url(email), {"verdict": verdict})
+
+    assert page.templates[0].name == (
+        "admin/deuz_django/approval/decide_confirmation.html"
+    )
+    assert [a.pk for a, _ in page.context["decidable"]] == [email.pk]
+    html = page.content.decode()
+    assert f'<input type="hidden" name="verdict" value="{verdict}">' in html
+    assert 'name="reason"' in html
+    assert f"{verdict.capitalize()} 1 call" in html
+    assert 'name="action"' not in html  # posts back here, not to the queue
+    assert approval(run, "send_email").is_pending  # nothing recorded yet
+
+    done = client.post(
+        decide_url(email),
+        {"verdict": verdict, "post": "yes", "reason": "Checked."},
+        follow=True,
+    )
+    assert done.redirect_chain[0] == (f"{run_url(run)}#approvals", 302)
+    decided = approval(run, "send_email")
+    assert (decided.status, decided.reason) == (
+        "approved" if verdict == "approve" else "denied",
+        "Checked.",
     )
 
 

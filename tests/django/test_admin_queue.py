@@ -3,6 +3,8 @@ Approve/Deny actions with their confirmation page."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -14,6 +16,7 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import strip_tags
 
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
 
@@ -44,12 +47,17 @@ def act(client: Client, action: str, approvals: list[Approval], **confirm: str) 
     return client.post(QUEUE, data, follow=True)
 
 
+def text_of(page: str) -> str:
+    """The page's text without its tags, as a reader sees it."""
+    return strip_tags(page).replace("\xa0", " ")
+
+
 def action_names(response: Any) -> list[str]:
     form = response.context["action_form"]  # None when no action is offered
     return [] if form is None else [name for name, _ in form.fields["action"].choices]
 
 
-def test_the_queue_lists_pending_calls_first_and_oldest_first(
+def test_the_queue_shows_pending_calls_oldest_first_by_default(
     client: Client, make_user: MakeUser
 ) -> None:
     older = suspended_run(make_user("ann"))
@@ -62,7 +70,7 @@ def test_the_queue_lists_pending_calls_first_and_oldest_first(
         reverse(
             "admin:deuz_django_approval_decide", args=[approval(older, "refund").pk]
         ),
-        {"verdict": "deny"},
+        {"verdict": "deny", "post": "yes"},
     )
 
     response = client.get(QUEUE)
@@ -72,11 +80,73 @@ def test_the_queue_lists_pending_calls_first_and_oldest_first(
         (older.pk, "send_email", "pending"),
         (newer.pk, "refund", "pending"),
         (newer.pk, "send_email", "pending"),
-        (older.pk, "refund", "denied"),
     ]
-    page = response.content.decode().replace("\xa0", " ")
-    assert "&quot;order_id&quot;: &quot;A-1&quot;" in page  # pretty-printed input
-    assert "1 hour ago" in page
+    page = response.content.decode()
+    assert "&quot;order_id&quot;: &quot;A-1&quot;" in page  # the input, on one line
+    assert "asked 1 hour ago" in text_of(page)
+    (status_filter,) = [
+        f for f in response.context["cl"].filter_specs if f.title == "status"
+    ]
+    choices = list(status_filter.choices(response.context["cl"]))
+    assert [(c["display"], c["selected"]) for c in choices] == [
+        ("pending", True),
+        ("approved", False),
+        ("denied", False),
+        ("expired", False),
+        ("All", False),
+    ]
+
+
+def test_all_shows_decided_calls_after_the_pending_ones_marked_as_decided(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    client.force_login(make_user("fin", *APPROVER, staff=True))
+    client.post(
+        reverse("admin:deuz_django_approval_decide", args=[approval(run, "refund").pk]),
+        {"verdict": "deny", "reason": "Duplicate.", "post": "yes"},
+    )
+
+    response = client.get(QUEUE, {"status": "all"})
+
+    rows = list(response.context["cl"].result_list)
+    assert [(a.tool_name, a.status) for a in rows] == [
+        ("send_email", "pending"),
+        ("refund", "denied"),
+    ]
+    page = response.content.decode()
+    assert page.count('class="deuz-decided"') == 1
+    assert "fin · just now" in text_of(page)
+    assert "Duplicate." in page
+    denied = client.get(QUEUE, {"status": "denied"})
+    assert [a.tool_name for a in denied.context["cl"].result_list] == ["refund"]
+
+
+def test_a_long_input_is_cut_short_with_all_of_it_in_the_tooltip(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    body = "word " * 400
+    Approval.objects.filter(run=run, tool_name="send_email").update(
+        input={"to": "ann@example.com", "body": body}
+    )
+    client.force_login(make_user("root", superuser=True))
+
+    page = client.get(QUEUE).content.decode()
+
+    (summary,) = [
+        code
+        for code in re.findall(r'<code class="deuz-summary[^>]*>[^<]*', page)
+        if "word" in code
+    ]
+    title, text = summary.split(">", 1)
+    assert body.strip() in title  # the tooltip: the whole input, pretty-printed
+    assert text.endswith("…")
+    assert len(html.unescape(text)) == 120
+    change = reverse(
+        "admin:deuz_django_approval_change", args=[approval(run, "send_email").pk]
+    )
+    assert body.strip() in client.get(change).content.decode()
 
 
 def test_the_queue_shows_only_approvals_on_runs_the_user_may_see(
@@ -100,21 +170,21 @@ def test_the_queue_needs_the_view_approval_permission(
     assert client.get(QUEUE).status_code == 403
 
 
-def test_the_expiry_column_appears_only_when_approvals_expire(
+def test_the_expiry_shows_only_when_approvals_expire(
     client: Client, make_user: MakeUser
 ) -> None:
     run = suspended_run(make_user("ann"))
     client.force_login(make_user("root", superuser=True))
 
-    assert "in 23\xa0hours" in client.get(QUEUE).content.decode()
+    assert "expires in 23 hours" in text_of(client.get(QUEUE).content.decode())
     Approval.objects.filter(run=run, tool_name="refund").update(
         created_at=timezone.now() - timedelta(days=2)
     )
-    expired = '<td class="field-expiry"><span class="deuz-badge deuz-badge--expired">'
+    expired = '<br><span class="deuz-badge deuz-badge--expired">expired</span>'
     assert expired in client.get(QUEUE).content.decode()
     with override_settings(DEUZ={**settings.DEUZ, "APPROVAL_MAX_AGE": None}):
-        response = client.get(QUEUE)
-    assert "expiry" not in response.context["cl"].list_display
+        page = client.get(QUEUE).content.decode()
+    assert "expires" not in page
 
 
 def test_approve_and_deny_are_offered_only_to_those_who_may_decide(

@@ -11,7 +11,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils.html import strip_tags
 
+from deuz_django import services
 from deuz_django.core import Deps
 from deuz_django.core.testing import FunctionModel, reply
 from deuz_django.core.usage import Usage
@@ -115,6 +117,26 @@ def test_the_list_filters_by_status_agent_owner_and_pending_and_searches(
     assert found(f"q={done.run_id}") == {done.pk}
 
 
+def test_the_owner_filter_calls_runs_without_an_owner_no_owner(
+    client: Client, make_user: MakeUser
+) -> None:
+    owned = suspended_run(make_user("ann"))
+    unowned = suspended_run()
+    client.force_login(make_user("viewer", *VIEWER, staff=True))
+
+    response = client.get(RUNS)
+
+    (owner,) = [f for f in response.context["cl"].filter_specs if f.title == "owner"]
+    choices = [c["display"] for c in owner.choices(response.context["cl"])]
+    assert choices == ["All", "ann", "No owner"]
+    empty = [
+        c for c in owner.choices(response.context["cl"]) if c["display"] == "No owner"
+    ]
+    page = client.get(RUNS + empty[0]["query_string"])
+    assert {r.pk for r in rows(page)} == {unowned.pk}
+    assert owned.pk not in {r.pk for r in rows(page)}
+
+
 def test_the_run_browser_needs_the_view_run_permission(
     client: Client, make_user: MakeUser
 ) -> None:
@@ -147,7 +169,8 @@ def test_the_run_page_shows_the_transcript_pending_approvals_and_history(
     run = suspended_run(make_user("ann"))
     client.force_login(make_user("fin", *APPROVER, staff=True))
     client.post(
-        decide_url(approval(run, "refund")), {"verdict": "deny", "reason": "No."}
+        decide_url(approval(run, "refund")),
+        {"verdict": "deny", "reason": "No.", "post": "yes"},
     )
 
     page = text(client.get(run_url(run)))
@@ -163,8 +186,28 @@ def test_the_run_page_shows_the_transcript_pending_approvals_and_history(
     assert "Decision history" in page
     history = page[page.index("Decision history") :]
     assert "deuz-badge--denied" in history
-    assert "<td>fin</td>" in history
-    assert "<td>No.</td>" in history
+    assert '<td data-label="By">fin</td>' in history
+    assert '<td data-label="Reason">No.</td>' in history
+
+
+def test_a_very_long_result_is_folded_to_its_first_lines_on_the_run_page(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = services.start_run(
+        agent="verbose", messages=[{"role": "user", "content": "Report."}]
+    )
+    services.resume_run(run.run_id)
+    client.force_login(make_user("root", superuser=True))
+
+    page = text(client.get(run_url(run)))
+
+    (fold,) = page.split('<div class="deuz-fold">')[1:]
+    preview, full = fold.split("<details>", 1)
+    assert "region-0" in preview
+    assert "region-59" not in preview
+    assert "Show all of it (305 lines, " in full
+    assert "region-59" in full
+    assert page.count('<div class="deuz-fold">') == 1  # the inputs are short enough
 
 
 def test_the_run_page_shows_tool_errors_and_the_last_error(
@@ -173,9 +216,12 @@ def test_the_run_page_shows_tool_errors_and_the_last_error(
     run = suspended_run(make_user("ann"))
     client.force_login(make_user("root", superuser=True))
     client.post(
-        decide_url(approval(run, "refund")), {"verdict": "deny", "reason": "No."}
+        decide_url(approval(run, "refund")),
+        {"verdict": "deny", "reason": "No.", "post": "yes"},
     )
-    client.post(decide_url(approval(run, "send_email")), {"verdict": "deny"})
+    client.post(
+        decide_url(approval(run, "send_email")), {"verdict": "deny", "post": "yes"}
+    )
     Run.objects.filter(pk=run.pk).update(last_error="model timed out")
 
     page = text(client.get(run_url(run)))
@@ -260,3 +306,24 @@ def test_the_owner_is_offered_deny_but_not_approve_on_their_own_refund(
     assert 'value="approve"' not in refund
     assert 'value="deny"' in refund
     assert "The run&#x27;s owner may not approve their own refund call." in refund
+
+
+def test_the_decision_history_names_an_operator_override(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    services.record_operator_verdict(
+        approval(run, "refund"),
+        operator="Olga on call",
+        approved=False,
+        reason="Fraud.",
+    )
+    client.force_login(make_user("root", superuser=True))
+
+    history = text(client.get(run_url(run))).split("Decision history")[1]
+
+    assert '<td data-label="By">Olga on call (operator override)</td>' in history
+    queue = text(
+        client.get(reverse("admin:deuz_django_approval_changelist"), {"status": "all"})
+    )
+    assert "Olga on call (operator override) · " in strip_tags(queue)

@@ -186,7 +186,15 @@ async def test_a_decision_made_elsewhere_streams_live_to_the_connected_client(
         await collect_until(ws, parts, stop_after_seq=max(parts) + 1)
     request = next(p for p in parts.values() if p["type"] == "tool-approval-request")
     # An operator approves from a shell, in another process: the leg runs there.
-    site.manage("deuz", "resume", run_id, "--approve", request["approvalId"])
+    site.manage(
+        "deuz",
+        "resume",
+        run_id,
+        "--approve",
+        request["approvalId"],
+        "--operator",
+        "ops",
+    )
     done = await collect_until(ws, parts)
     assert sorted(parts) == list(range(done + 1))
     texts = "".join(p["text"] for p in parts.values() if p["type"] == "text-delta")

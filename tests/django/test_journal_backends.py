@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+import redis
 from asgiref.sync import sync_to_async
 
 from deuz_django.core.testing.contracts import StreamJournalContract
@@ -30,12 +31,40 @@ class TestDatabaseJournal(StreamJournalContract):
         return run.run_id
 
 
+@pytest.fixture(scope="session")
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of this test session's own: whatever a test leaves under it is
+    deleted at the end — and reported, since each test cleans up after itself."""
+    prefix = f"deuz:test:{uuid.uuid4().hex}:"
+    yield prefix
+    client = redis.Redis.from_url(RedisJournal().url)
+    try:
+        left = sorted(key.decode() for key in client.scan_iter(match=f"{prefix}*"))
+        if left:
+            client.delete(*left)
+    finally:
+        client.close()
+    assert left == [], f"Redis keys left behind by the tests: {left}"
+
+
 class TestRedisJournal(StreamJournalContract):
     @pytest.fixture
-    async def journal(self) -> AsyncIterator[RedisJournal]:
-        journal = RedisJournal(prefix=f"deuz:test:{uuid.uuid4().hex}:")
+    async def journal(self, redis_prefix: str) -> AsyncIterator[RedisJournal]:
+        journal = RedisJournal(prefix=f"{redis_prefix}{uuid.uuid4().hex}:")
         yield journal
+        client = journal._redis
+        keys = [key async for key in client.scan_iter(match=f"{journal.prefix}*")]
+        if keys:
+            await client.delete(*keys)
         await journal.aclose()
+
+    async def test_a_tests_journal_keys_live_under_the_sessions_prefix(
+        self, journal: RedisJournal, stream_id: str, redis_prefix: str
+    ) -> None:
+        # So the fixture finds and deletes them, and the session checks none are left.
+        await journal.append(stream_id, [(0, "{}")])
+        keys = [key async for key in journal._redis.scan_iter(match=f"{redis_prefix}*")]
+        assert keys == [f"{journal.prefix}{stream_id}"]
 
     @pytest.fixture
     def stream_id(self) -> str:

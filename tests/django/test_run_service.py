@@ -172,7 +172,9 @@ def test_a_decided_approval_never_changes_again(make_user: Callable[..., Any]) -
     with pytest.raises(ApprovalAlreadyDecided, match="already denied"):
         services.decide_approval(stale, user=ann, approved=True)
     with pytest.raises(ApprovalAlreadyDecided):
-        services.record_operator_verdict(approval(run, "send_email"), approved=True)
+        services.record_operator_verdict(
+            approval(run, "send_email"), operator="ops", approved=True
+        )
     row.refresh_from_db()
     assert (row.status, row.reason) == ("denied", "No.")
 
@@ -369,7 +371,9 @@ def test_recoverable_runs_are_the_ones_a_dead_process_left_behind(
     waiting = suspended(owner=ann)  # waits for people
     decided = suspended(owner=ann)
     for tool_name in ("send_email", "refund"):
-        services.record_operator_verdict(approval(decided, tool_name), approved=False)
+        services.record_operator_verdict(
+            approval(decided, tool_name), operator="ops", approved=False
+        )
     done = services.start_run(agent="scripted", messages=PROMPT)
     services.resume_run(done.run_id)
     assert services.recoverable_runs(older_than=0) == [fresh.run_id, decided.run_id]

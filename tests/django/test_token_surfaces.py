@@ -90,7 +90,9 @@ def test_a_stored_token_gone_bad_is_refused_to_the_admin_and_the_command(
     with pytest.raises(InvalidVerdict, match=f"^Approval e1: {message}.$"):
         services.decide_approval(row, user=ann, approved=True)  # the admin's call
     with pytest.raises(InvalidVerdict, match=f"^Approval e1: {message}.$"):
-        services.record_operator_verdict(row, approved=True)  # the command's
+        services.record_operator_verdict(
+            row, operator="ops", approved=True
+        )  # the command
     assert approval(run, "e1").status == "pending"
 
 

@@ -47,6 +47,12 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 DOCS = ROOT / "docs"
+# The screens every page is checked on: a laptop, and a phone.
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+SCREENS = pytest.mark.parametrize(
+    "screen", [DESKTOP, PHONE], ids=lambda size: f"{size['width']}x{size['height']}"
+)
 DEMO_ENV = {"DEUZ_DEMO_STREAM_DELAY": "0.01", "DEUZ_LEASE_SECONDS": "2"}
 
 
@@ -103,6 +109,22 @@ def new_context(
     return context
 
 
+def offline(context: BrowserContext, server: Daphne) -> list[str]:
+    """Refuse every request that does not go to ``server``; returns the refused URLs, so
+    a test can say the page needed nothing from the network."""
+    refused: list[str] = []
+
+    def refuse(route: Route) -> None:
+        refused.append(route.request.url)
+        route.abort("internetdisconnected")
+
+    context.route(
+        lambda url: not url.startswith(server.http) and not url.startswith("data:"),
+        refuse,
+    )
+    return refused
+
+
 @pytest.fixture
 def page(browser: Browser, server: Daphne) -> Iterator[Page]:
     context = new_context(browser, server)
@@ -132,6 +154,53 @@ def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSite]:
 @pytest.fixture(scope="session")
 def demo_server(demo_site: LiveSite) -> Daphne:
     return demo_site.daphne()
+
+
+# -- the admin ------------------------------------------------------------------------------
+
+QUEUE = "/admin/deuz_django/approval/"
+RUNS = "/admin/deuz_django/run/"
+
+
+def admin_sign_in(page: Page, username: str, url: str, password: str = "pw") -> None:
+    page.goto(f"/admin/login/?next={url}")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(re.escape(url) + "$"))
+
+
+def overflowing(page: Page, selector: str) -> list[str]:
+    """The visible elements matching ``selector`` that stick out of the viewport, or of
+    a box that scrolls sideways (cut off there), described for the failure message."""
+    found: list[str] = page.evaluate(
+        """(selector) => {
+          const clipped = (element) => {
+            for (let box = element.parentElement; box; box = box.parentElement) {
+              const overflow = getComputedStyle(box).overflowX;
+              if ((overflow === "auto" || overflow === "scroll" || overflow === "hidden")
+                  && box.scrollWidth > box.clientWidth + 1) return true;
+            }
+            return false;
+          };
+          return [...document.querySelectorAll(selector)]
+            .filter((element) => element.getClientRects().length)
+            .filter((element) => {
+              const rect = element.getBoundingClientRect();
+              return rect.left < 0 || rect.right > innerWidth + 0.5 || clipped(element);
+            })
+            .map((element) => `${element.tagName.toLowerCase()}.${element.className}: `
+              + element.textContent.trim().slice(0, 40));
+        }""",
+        selector,
+    )
+    return found
+
+
+def scrolls_sideways(page: Page) -> bool:
+    return bool(
+        page.evaluate("document.documentElement.scrollWidth > innerWidth + 0.5")
+    )
 
 
 # -- the chat page ----------------------------------------------------------------------------
@@ -170,7 +239,10 @@ def answered(page: Page, text: str) -> Locator:
 
 
 def approval_card(page: Page, tool_name: str) -> Locator:
-    return page.get_by_role("region", name=f"Approval needed: {tool_name}")
+    """The card of a gated call, whatever its heading says (asking, or decided)."""
+    label = "Approval needed|Approved|Denied|Expired|Decided"
+    name = re.compile(rf"^({label}): {re.escape(tool_name)}$")
+    return page.get_by_role("region", name=name)
 
 
 def run_status(page: Page) -> Locator:

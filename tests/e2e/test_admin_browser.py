@@ -1,5 +1,6 @@
-"""A staff member approves a suspended run's calls in the admin, in a real browser, and
-the run completes. The queue's screenshot is the one the README shows."""
+"""The admin in a real browser: the approval queue fits a laptop and a phone screen, and a
+staff member approves a suspended run's calls there and on the run page until the run
+completes. The queue's and the run page's screenshots are the ones the README shows."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ import re
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.django.agents import TOOL_PERMISSION
-from tests.live_site import LiveSite
+from tests.live_site import Daphne, LiveSite
 
-from .conftest import screenshot_path
+from .agents import BODY
+from .conftest import (
+    DESKTOP,
+    QUEUE,
+    RUNS,
+    SCREENS,
+    admin_sign_in,
+    new_context,
+    overflowing,
+    screenshot_path,
+    scrolls_sideways,
+)
 
 APPROVER = (
     "deuz_django.view_run",
@@ -23,54 +35,179 @@ APPROVER = (
 SUSPEND = """
 from django.contrib.auth.models import Permission, User
 from deuz_django import services
+from deuz_django.models import Approval
 
-finance = User.objects.create_user("finance", password="pw", is_staff=True)
-for perm in params["approver"]:
-    app, codename = perm.split(".")
-    finance.user_permissions.add(
-        Permission.objects.get(content_type__app_label=app, codename=codename)
-    )
+finance, created = User.objects.get_or_create(username="finance", is_staff=True)
+if created:
+    finance.set_password("pw")
+    finance.save()
+    for perm in params["approver"]:
+        app, codename = perm.split(".")
+        finance.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app, codename=codename)
+        )
 for name in ("ann", "bob"):
-    User.objects.create_user(name, password="pw")
+    User.objects.get_or_create(username=name)
+texts = {
+    "gated": ("ann", "Refund order A-1 and email Ann."),
+    "nested": ("bob", "Ask the researcher to email Bob."),
+    "verbose": ("ann", "Publish the quarterly refunds report for every region."),
+}
 runs = {}
-for agent, owner, text in [
-    ("gated", "ann", "Refund order A-1 and email Ann."),
-    ("nested", "bob", "Ask the researcher to email Bob."),
-]:
+for agent in params["agents"]:
+    owner, text = texts[agent]
     run = services.start_run(
         agent=agent, owner=User.objects.get(username=owner),
         messages=[{"role": "user", "content": text}],
     )
     services.resume_run(run.run_id)
     runs[agent] = run.run_id
+for agent, tool, approved, decider in params["verdicts"]:
+    decision = services.decide_approval(
+        Approval.objects.get(run__run_id=runs[agent], tool_name=tool),
+        user=User.objects.get(username=decider),
+        approved=approved,
+        reason="" if approved else "Not needed any more, thanks.",
+    )
+    if decision.run_ready:
+        services.resume_run(runs[agent])
 print(json.dumps(runs))
 """
 
 
-def suspended_runs(site: LiveSite) -> Any:
-    """The staff member, two owners, and their runs waiting for approvals."""
-    return site.script(f"params = {{'approver': {list(APPROVER)!r}}}\n{SUSPEND}")
+def suspended_runs(
+    site: LiveSite, *agents: str, verdicts: tuple[tuple[str, str, bool, str], ...] = ()
+) -> Any:
+    """The staff member ``finance``, two owners, and runs of ``agents`` waiting for
+    approvals; then each ``(agent, tool, approved, decider)`` of ``verdicts`` recorded,
+    and a run whose last approval that was resumed."""
+    params = {
+        "approver": list(APPROVER),
+        "agents": list(agents),
+        "verdicts": list(verdicts),
+    }
+    return site.script(f"params = {params!r}\n{SUSPEND}")
+
+
+@SCREENS
+def test_the_queue_fits_the_screen_and_shows_the_work_still_to_do(
+    browser: Browser,
+    server: Daphne,
+    site: LiveSite,
+    screen: dict[str, int],
+    tmp_path: Path,
+) -> None:
+    suspended_runs(
+        site,
+        "gated",
+        "nested",
+        "verbose",
+        verdicts=(("gated", "send_email", False, "ann"),),
+    )
+    context = new_context(browser, server, **screen)
+    try:
+        page = context.new_page()
+        admin_sign_in(page, "finance", QUEUE)
+        expect(page.get_by_role("heading", name="Approval queue")).to_be_visible()
+
+        # Pending calls only, by default: the status filter says so.
+        statuses = page.locator("#result_list td.field-status_badge .deuz-badge")
+        expect(statuses.first).to_be_visible()
+        assert set(statuses.all_inner_texts()) == {"pending"}
+        status_filter = page.locator('#changelist-filter [data-filter-title="status"]')
+        expect(status_filter.locator("li.selected")).to_have_text("pending")
+        assert overflowing(page, "#result_list th, #result_list td") == []
+        assert not scrolls_sideways(page)
+
+        # A long input is cut short; the tooltip holds all of it.
+        summary = page.locator(".field-call_input .deuz-summary", has_text="Refunds")
+        summary = summary.first
+        assert summary.inner_text().endswith("…")
+        assert BODY[:60] in (summary.get_attribute("title") or "")
+        assert (summary.bounding_box() or {"width": 1e9})["width"] < 300
+
+        # Everything, decided calls greyed out after the pending ones.
+        status_filter.get_by_role("link", name="All").click()
+        decided = page.get_by_role("row").filter(has_text="denied").first
+        expect(decided).to_contain_text("Not needed any more")
+        pending = page.get_by_role("row").filter(has_text="pending").first
+        assert shade(decided) != shade(pending)
+        assert overflowing(page, "#result_list th, #result_list td") == []
+        if screen == DESKTOP:
+            page.screenshot(
+                path=screenshot_path(tmp_path, "admin-approval-queue.png"),
+                full_page=True,
+            )
+    finally:
+        context.close()
+
+
+def shade(row: Any) -> str:
+    return str(
+        row.locator("td").last.evaluate(
+            "cell => getComputedStyle(cell).backgroundColor"
+        )
+    )
+
+
+@SCREENS
+def test_the_run_page_gives_long_results_the_width_and_folds_very_long_ones(
+    browser: Browser, server: Daphne, site: LiveSite, screen: dict[str, int]
+) -> None:
+    run_id = suspended_runs(
+        site, "verbose", verdicts=(("verbose", "publish", True, "finance"),)
+    )["verbose"]
+    context = new_context(browser, server, **screen)
+    try:
+        page = context.new_page()
+        admin_sign_in(page, "finance", RUNS)
+        page.get_by_role("link", name=run_id).click()
+        transcript = page.locator(".deuz-transcript")
+        expect(transcript).to_contain_text("Published the report.")
+
+        # Every input and result wraps in the whole width of its entry.
+        blocks = transcript.locator("pre.deuz-json:visible")
+        assert blocks.count() >= 4
+        for index in range(blocks.count()):
+            share = blocks.nth(index).evaluate(
+                """pre => pre.scrollWidth <= pre.clientWidth
+                  && pre.offsetWidth / pre.closest("li").offsetWidth"""
+            )
+            assert share > 0.85
+        publish = transcript.locator(".deuz-entry--tool-call").filter(
+            has_text="publish"
+        )
+        expect(publish).to_contain_text(BODY.strip()[-60:])  # nothing clipped
+
+        # The 305-line report shows its start, and all of it on request.
+        report = transcript.locator(".deuz-entry--tool-result").filter(
+            has_text="fetch_report"
+        )
+        expand = report.get_by_text(re.compile(r"Show all of it \(\d+ lines"))
+        expect(report.locator(".deuz-preview")).to_contain_text('"region": "region-0"')
+        expect(report.get_by_text('"region": "region-59"')).to_be_hidden()
+        expand.click()
+        expect(report.get_by_text(re.compile('"region": "region-59"'))).to_be_visible()
+        expect(report.locator(".deuz-preview")).to_be_hidden()
+        report.get_by_text("Show less").click()
+        expect(report.locator(".deuz-preview")).to_be_visible()
+        assert overflowing(page, "#content *") == []
+        assert not scrolls_sideways(page)
+    finally:
+        context.close()
 
 
 def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     site: LiveSite, page: Page, tmp_path: Path
 ) -> None:
-    run_id = suspended_runs(site)["gated"]
-
-    page.goto("/admin/login/?next=/admin/deuz_django/approval/")
-    page.get_by_label("Username").fill("finance")
-    page.get_by_label("Password").fill("pw")
-    page.get_by_role("button", name="Log in").click()
+    run_id = suspended_runs(site, "gated")["gated"]
+    admin_sign_in(page, "finance", QUEUE)
 
     expect(page.get_by_role("heading", name="Approval queue")).to_be_visible()
-    refund = page.get_by_role("row", name=re.compile(r"refund \(r1\)")).filter(
-        has_text=run_id[:12]
+    refund = page.get_by_role("row", name=re.compile(r"refund r1")).filter(
+        has_text=run_id[:8]
     )
     expect(refund).to_contain_text('"order_id": "A-1"')
-    page.get_by_role("button", name="Toggle navigation").click()  # room for the queue
-    page.screenshot(
-        path=screenshot_path(tmp_path, "admin-approval-queue.png"), full_page=True
-    )
 
     refund.get_by_role("checkbox").check()
     page.get_by_role("combobox", name="Action").select_option("approve_selected")
@@ -83,11 +220,20 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     expect(page.locator(".messagelist")).to_contain_text(
         f"Approved refund (r1) on run {run_id}."
     )
-    page.get_by_role("row", name=re.compile(r"send_email \(e1\)")).filter(
-        has_text=run_id[:12]
+    page.get_by_role("row", name=re.compile(r"send_email e1")).filter(
+        has_text=run_id[:8]
     ).get_by_role("link", name="Refund order A-1 and email Ann.").click()
 
+    # A misclick on Deny asks first, and can be taken back.
+    page.get_by_role("button", name="Deny send_email (e1)").click()
+    expect(page.get_by_role("heading", name="Deny these calls?")).to_be_visible()
+    page.get_by_role("button", name="No, take me back").click()
+    expect(page.get_by_role("heading", name="1 approval pending")).to_be_visible()
+
     page.get_by_role("button", name="Approve send_email (e1)").click()
+    expect(page.get_by_role("heading", name="Approve these calls?")).to_be_visible()
+    expect(page.locator(".deuz-confirm")).to_contain_text("ann@example.com")
+    page.get_by_role("button", name="Approve 1 call").click()
 
     expect(page.locator(".messagelist")).to_contain_text(
         f"Run {run_id} resumed in the background; it is now completed."

@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from deuz_django import services
 from deuz_django.exceptions import NotPermitted
+from deuz_django.models import Run
 from example_project.models import Order
 
 from .support import answer, ask, decide, pending
@@ -102,14 +103,53 @@ def test_the_researchers_note_bubbles_up_with_its_agent_path(shop: Any) -> None:
     run = ask(shop["customer"], "Research the return policy")
     approval = pending(run)
     assert (approval.tool_name, approval.agent_path) == ("save_note", ["researcher"])
-    assert "Returns are accepted within 30 days" in approval.input["text"]
+    note = approval.input["text"]
+    assert note.startswith(
+        "Returns are accepted within 30 days of delivery. Refunds reach the original "
+    )
+    assert ".;" not in note
 
     run = decide(run, shop["customer"], approved=True)
 
     assert run.status == "completed"
+    # The researcher's answer is its own (shown in its box); the assistant's does not
+    # repeat it.
+    child = Run.objects.get(parent=run)
+    assert answer(child) == (
+        "Returns are accepted within 30 days and refunds take 3–5 business days. "
+        "I saved a note to your file."
+    )
+    assert answer(run) == "That is what the researcher found. Anything else?"
+
+
+def test_an_email_without_an_order_number_uses_the_latest_order_and_says_so(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Email me the details")
+    assert pending(run).input["subject"] == "About your order A-1003"
+
+    run = decide(run, shop["customer"], approved=True)
+
     assert answer(run) == (
-        "Here is what the researcher found: Returns are accepted within 30 days and "
-        "refunds take 3–5 business days. I saved a note to your file."
+        "Done — Email 'About your order A-1003' sent to customer@example.com. "
+        "You didn't name an order, so I used your latest one, A-1003."
+    )
+
+
+def test_a_refund_without_an_order_number_asks_which_order(shop: Any) -> None:
+    run = ask(shop["customer"], "Please refund my order")
+    assert run.status == "completed"
+    assert answer(run).startswith("Which order should I refund?")
+    assert not run.approvals.exists()
+
+
+def test_an_order_question_without_a_number_answers_about_the_latest_order(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Where is my order?")
+    assert (
+        answer(run)
+        == "Your latest order, A-1003 (Milk frother, $39.90), is processing."
     )
 
 

@@ -1,24 +1,37 @@
 """``manage.py deuz``: list, show, resume, recover and prune durable runs.
 
-    deuz runs [--status S] [--agent A] [--owner USERNAME] [--json]
+    deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
     deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
+                       [--as USERNAME | --operator NAME]
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz prune --completed-before DAYS [--dry-run]
 
+Verdicts name their decider: ``--as USERNAME`` decides as that user, under the same
+permission rules as the admin, the REST API and the chat; ``--operator NAME`` is an
+operator override that skips the user permission rules (never the token check) and is
+recorded as such, with NAME, in the audit trail.
+
+``runs --json`` prints one JSON object per line (JSON Lines). Output ends quietly when the
+reader closes the pipe (``deuz runs | head``).
+
 Exit codes: 0 success, 1 a run is busy / not resumable / unknown or its leg failed,
-2 bad arguments (also under ``call_command``: ``CommandError.returncode``).
+2 bad arguments (also under ``call_command``: ``CommandError.returncode``), 3 a verdict
+the decider may not give (nothing is recorded).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from argparse import ArgumentParser
 from datetime import timedelta
 from typing import Any, NoReturn
 
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 from django.utils import timezone
 
 from ... import services
@@ -32,12 +45,15 @@ from ...exceptions import (
     RunNotResumable,
     UnknownAgent,
 )
-from ...models import Run, RunStatus
-from ...store import decode_message
-from ...transcript import transcript_lines
+from ...models import Approval, Run, RunStatus
+from ...transcript import sections, transcript_lines
+from ..deciders import ShellDecider
+from ..output import BAD_ARGUMENTS, RUN_ERROR, owner, short, table, when
 
-BAD_ARGUMENTS = 2
-RUN_ERROR = 1
+NO_DECIDER = (
+    "A verdict needs a decider: --as USERNAME (decided with that user's permissions) "
+    "or --operator NAME (an operator override, recorded as such)."
+)
 
 
 class _Parser(CommandParser):
@@ -47,16 +63,6 @@ class _Parser(CommandParser):
         if self.called_from_command_line:
             super().error(message)
         raise CommandError(f"Error: {message}", returncode=BAD_ARGUMENTS)
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += [
-        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
-    ]
-    return "\n".join(lines)
 
 
 class Command(BaseCommand):
@@ -84,7 +90,7 @@ class Command(BaseCommand):
         runs.add_argument("--limit", type=int, default=100)
 
         show = commands.add_parser(
-            "show", help="Show a run's transcript and approvals."
+            "show", help="Show a run's transcript (sub-agents too) and approvals."
         )
         show.add_argument("run_id")
 
@@ -103,6 +109,19 @@ class Command(BaseCommand):
             "--deny-remaining",
             action="store_true",
             help="Deny every approval still undecided instead of refusing to resume.",
+        )
+        decider = resume.add_mutually_exclusive_group()
+        decider.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USERNAME",
+            help="Decide as this user, with their permissions.",
+        )
+        decider.add_argument(
+            "--operator",
+            metavar="NAME",
+            help="An operator override: no user permission rules (the token is still "
+            "checked); recorded as such, with NAME.",
         )
 
         recover = commands.add_parser(
@@ -127,6 +146,9 @@ class Command(BaseCommand):
         action = options["action"]
         try:
             getattr(self, f"handle_{action}")(**options)
+            self.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        except BrokenPipeError:
+            self._drop_output()
         except (
             RunNotFound,
             RunBusy,
@@ -138,6 +160,13 @@ class Command(BaseCommand):
             raise CommandError(str(error), returncode=RUN_ERROR) from None
         except InvalidVerdict as error:
             raise CommandError(str(error), returncode=BAD_ARGUMENTS) from None
+
+    def _drop_output(self) -> None:
+        """The reader went away (``deuz runs | head``): what is left goes nowhere."""
+        if getattr(self.stdout, "_out", None) is sys.stdout:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -152,23 +181,25 @@ class Command(BaseCommand):
         runs = runs[: options["limit"]]
         if options["json"]:
             for run in runs:
-                self.stdout.write(json.dumps(_run_json(run)))
+                self.stdout.write(json.dumps(_run_json(run), ensure_ascii=False))
             return
         rows = [
             [
                 run.run_id,
+                short(run.title) or "-",
                 run.agent,
-                run.owner.get_username() if run.owner else "-",
+                owner(run),
                 run.status + (" (failed)" if run.last_error else ""),
                 str(run.step_index),
                 str(run.total_tokens),
                 str(services.current_pending(run).count()),
-                run.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+                when(run.updated_at),
             ]
             for run in runs
         ]
         header = [
             "RUN",
+            "TITLE",
             "AGENT",
             "OWNER",
             "STATUS",
@@ -177,25 +208,35 @@ class Command(BaseCommand):
             "PENDING",
             "UPDATED",
         ]
-        self.stdout.write(_table(rows, header) if rows else "No runs.")
+        self.stdout.write(table(rows, header) if rows else "No runs.")
 
     def handle_show(self, *, run_id: str, **options: Any) -> None:
         run = _get_run(run_id)
+        usage = run.usage or {}
         self.stdout.write(f"Run {run.run_id}  agent={run.agent}  status={run.status}")
+        self.stdout.write(f"Title {run.title or '-'}")
         self.stdout.write(
-            f"Owner {run.owner.get_username() if run.owner else '-'}  steps={run.step_index}  "
-            f"usage: {run.usage.get('inputTokens', 0)} in / "
-            f"{run.usage.get('outputTokens', 0)} out / {run.total_tokens} total"
+            f"Owner {owner(run)}  steps={run.step_index}  "
+            f"usage: {usage.get('inputTokens', 0)} in / "
+            f"{usage.get('outputTokens', 0)} out / {run.total_tokens} total"
+        )
+        self.stdout.write(
+            f"Created {when(run.created_at)}  updated {when(run.updated_at)}"
         )
         if run.last_error:
             self.stdout.write(self.style.ERROR(f"Last leg failed: {run.last_error}"))
-        self.stdout.write("")
-        messages = [
-            decode_message(data, f"{run.run_id}.messages[{index}]")
-            for index, data in run.messages.values_list("index", "data")
-        ]
-        for line in transcript_lines(messages):
-            self.stdout.write(line)
+        for section in sections(run):
+            indent = ""
+            if section.path:
+                indent = "    "
+                self.stdout.write(
+                    f"\nSub-agent {section.path}  ({section.run.run_id}, "
+                    f"{section.run.status})"
+                )
+            else:
+                self.stdout.write("")
+            for line in transcript_lines(section.entries):
+                self.stdout.write(indent + line.replace("\n", "\n" + indent))
         approvals = run.approvals.select_related("decided_by")
         if approvals:
             self.stdout.write("\nApprovals:")
@@ -205,7 +246,8 @@ class Command(BaseCommand):
                     a.tool_name,
                     a.agent_path_label or "-",
                     a.status,
-                    a.decided_by.get_username() if a.decided_by else "-",
+                    a.decider if not a.is_pending else "-",
+                    when(a.decided_at),
                     a.reason or "-",
                 ]
                 for a in approvals
@@ -216,9 +258,10 @@ class Command(BaseCommand):
                 "AGENT PATH",
                 "STATUS",
                 "DECIDED BY",
+                "DECIDED AT",
                 "REASON",
             ]
-            self.stdout.write(_table(rows, header))
+            self.stdout.write(table(rows, header))
 
     def handle_resume(
         self,
@@ -228,6 +271,8 @@ class Command(BaseCommand):
         deny: list[str],
         reason: str,
         deny_remaining: bool,
+        as_user: str | None,
+        operator: str | None,
         **options: Any,
     ) -> None:
         overlap = set(approve) & set(deny)
@@ -241,20 +286,26 @@ class Command(BaseCommand):
                 "--reason goes with --deny or --deny-remaining.",
                 returncode=BAD_ARGUMENTS,
             )
+        deciding = bool(approve or deny or deny_remaining)
+        if deciding and not (as_user or (operator and operator.strip())):
+            raise CommandError(NO_DECIDER, returncode=BAD_ARGUMENTS)
+        if not deciding and (as_user or operator):
+            raise CommandError(
+                "--as and --operator go with --approve, --deny or --deny-remaining.",
+                returncode=BAD_ARGUMENTS,
+            )
         run = _get_run(run_id)
-        for approval_id, approved in [(a, True) for a in approve] + [
-            (d, False) for d in deny
-        ]:
-            approval = run.approvals.filter(approval_id=approval_id).first()
-            if approval is None:
-                raise CommandError(
-                    f"Run '{run_id}' has no approval '{approval_id}'.",
-                    returncode=BAD_ARGUMENTS,
-                )
-            services.record_operator_verdict(approval, approved=approved, reason=reason)
-        outcome = async_to_sync(services.aresume_run)(
-            run_id, deny_remaining=deny_remaining
-        )
+        if deciding:
+            decider = ShellDecider.named(as_user=as_user, operator=operator or "")
+            with transaction.atomic():  # every verdict is recorded, or none
+                for approval_id, approved in [(a, True) for a in approve] + [
+                    (d, False) for d in deny
+                ]:
+                    decider.decide(_get_approval(run, approval_id), approved, reason)
+                if deny_remaining:
+                    for approval in services.current_pending(run).select_related("run"):
+                        decider.decide(approval, False, reason)
+        outcome = async_to_sync(services.aresume_run)(run_id)
         if outcome.error:
             raise CommandError(f"The leg failed: {outcome.error}", returncode=RUN_ERROR)
         self.stdout.write(
@@ -320,9 +371,21 @@ def _get_run(run_id: str) -> Run:
     return run
 
 
+def _get_approval(run: Run, approval_id: str) -> Approval:
+    approval = run.approvals.select_related("run").filter(approval_id=approval_id)
+    found = approval.first()
+    if found is None:
+        raise CommandError(
+            f"Run '{run.run_id}' has no approval '{approval_id}'.",
+            returncode=BAD_ARGUMENTS,
+        )
+    return found
+
+
 def _run_json(run: Run) -> dict[str, Any]:
     return {
         "runId": run.run_id,
+        "title": run.title,
         "agent": run.agent,
         "owner": run.owner.get_username() if run.owner else None,
         "status": run.status,
@@ -330,6 +393,6 @@ def _run_json(run: Run) -> dict[str, Any]:
         "usage": run.usage,
         "pendingApprovals": services.current_pending(run).count(),
         "lastError": run.last_error or None,
-        "createdAt": run.created_at.isoformat(),
-        "updatedAt": run.updated_at.isoformat(),
+        "createdAt": timezone.localtime(run.created_at).isoformat(),
+        "updatedAt": timezone.localtime(run.updated_at).isoformat(),
     }

@@ -34,6 +34,9 @@ const ui = {
   navToggle: document.querySelector(".nav-toggle"),
 };
 const STATUS_LABELS = { running: "Running", suspended: "Waiting for approval", completed: "Done" };
+const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expired" };
+const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
+const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
 const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
 
 /** Build an element: h("p", {class: "x"}, "text", child). */
@@ -123,8 +126,10 @@ class ApprovalCard {
     const headingId = `approval-${conversation.runId}-${part.approvalId}`;
     this.decision = h("div", { class: "decision", "aria-live": "polite" },
       h("p", { class: "muted" }, "Checking who may decide…"));
+    this.heading = h("h3", { id: headingId });
+    this.title("Approval needed");
     this.el = h("section", { class: "approval", "aria-labelledby": headingId, tabindex: "-1" },
-      h("h3", { id: headingId }, `Approval needed: ${part.toolName}`),
+      this.heading,
       agentPath.length ? h("p", { class: "asked-by" }, `asked by ${agentPath.join(" › ")}`) : "",
       h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
       this.decision);
@@ -136,6 +141,11 @@ class ApprovalCard {
 
   show(...children) {
     this.decision.replaceChildren(...children);
+  }
+
+  /** The card's heading: what it asks for, then how it was decided. */
+  title(label) {
+    this.heading.textContent = `${label}: ${this.part.toolName}`;
   }
 
   /** What the server says about this approval: still pending, and may this user decide? */
@@ -176,7 +186,12 @@ class ApprovalCard {
   record(status) {
     if (!this.open) return;
     this.state = "recorded";
-    const text = { approved: "Approved — the assistant continues.", denied: "Denied." };
+    const text = {
+      approved: "Approved — the assistant continues.",
+      denied: "Denied.",
+      expired: EXPIRED_TEXT,
+    };
+    this.title(VERDICT_LABELS[status] || "Decided");
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text[status] || `This approval ${status}.`));
   }
 
@@ -193,9 +208,13 @@ class ApprovalCard {
     const focused = this.el.contains(document.activeElement);
     this.state = "settled";
     this.el.dataset.settled = tool.denied ? "denied" : "approved";
-    const text = tool.denied
-      ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
-      : "Approved";
+    const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
+    this.title(expired ? "Expired" : tool.denied ? "Denied" : "Approved");
+    const text = expired
+      ? EXPIRED_TEXT
+      : tool.denied
+        ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
+        : "Approved";
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
     if (focused) this.decision.firstChild.focus();
   }
@@ -525,6 +544,7 @@ function focusCard(card) {
 function show(conversation, { push = true } = {}) {
   if (current && current !== conversation) sendQuietly({ type: "unsubscribe", runId: current.runId });
   current = conversation;
+  ui.welcome.hidden = false; // hidden only while the page loads a conversation
   ui.transcript.replaceChildren(conversation ? conversation.el : ui.welcome);
   setText(ui.heading, conversation ? conversation.question : "New conversation");
   const url = conversation ? `?run=${encodeURIComponent(conversation.runId)}` : location.pathname;
@@ -608,8 +628,10 @@ function markSelected() {
 async function openFromUrl() {
   const runId = new URLSearchParams(location.search).get("run");
   if (!runId) return show(null, { push: false });
-  if (!titles.has(runId)) await refreshConversations();
-  return open(runId, titles.get(runId) || "Conversation", { push: false });
+  // The page came with its conversation's title; another one's comes from the list.
+  const loaded = runId === main.dataset.runId ? main.dataset.runTitle : null;
+  if (!loaded && !titles.has(runId)) await refreshConversations();
+  return open(runId, titles.get(runId) || loaded || "Conversation", { push: false });
 }
 
 // -- wiring ----------------------------------------------------------------------------------
