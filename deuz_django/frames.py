@@ -9,6 +9,7 @@ codes and messages as over REST (:func:`service_error`).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rest_framework import exceptions, serializers
@@ -23,6 +24,7 @@ from .api.serializers import (
 )
 
 MAX_FRAME_BYTES = 256 * 1024
+logger = logging.getLogger("deuz_django")
 
 
 class FrameError(Exception):
@@ -103,10 +105,12 @@ def _code(detail: Any) -> str:
 
 def service_error(error: Exception) -> FrameError:
     """A service error (run busy, not permitted, a refused token, …) with the code and
-    message the REST API answers it with."""
+    message the REST API answers it with; anything else is logged and answered with
+    ``internal_error`` — the socket stays open, as it would answer a 500 over HTTP."""
     translated = translate(error)
     if not isinstance(translated, exceptions.APIException):
-        raise error
+        logger.error("deuz: a frame failed", exc_info=error)
+        return FrameError("internal_error", "the server could not handle this frame")
     codes = translated.get_codes()
     code = codes if isinstance(codes, str) else translated.default_code
     return FrameError(str(code), str(translated.detail))

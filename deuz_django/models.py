@@ -7,6 +7,7 @@ Messages and journal parts are stored as the checkpoint codec's JSON text (bytes
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -17,6 +18,9 @@ from django.utils.translation import gettext_lazy as _
 
 from .exceptions import RunNotFound
 from .permissions import visible_runs
+
+# The ids callers may choose and address runs by (they go into URLs and group names).
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 class RunStatus(models.TextChoices):
@@ -34,6 +38,8 @@ class RunQuerySet(models.QuerySet["Run"]):
         """The root run ``run_id`` if ``user`` may see it, else :class:`RunNotFound`:
         another user's run is not found, never forbidden, and sub-agent runs are never
         addressed directly. Every surface looks runs up through here."""
+        if not RUN_ID_PATTERN.fullmatch(run_id):  # never sent to the database (NUL, …)
+            raise RunNotFound("No such run.")
         run = self.for_user(user).select_related("owner").filter(run_id=run_id).first()
         if run is None:
             raise RunNotFound(f"No run '{run_id}'.")

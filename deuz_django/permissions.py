@@ -7,7 +7,8 @@ start a run                 any signed-in, active user (the run is theirs)
 see a run                   its owner; staff holding ``deuz_django.view_run``
 decide an approval          its run's owner, or a user holding ``deuz_django.decide_approval``
                             (who must also see the run) — and, when the tool names an
-                            ``approval_permission``, only holders of that permission;
+                            ``approval_permission``, only holders of that permission
+                            (the owner may always *deny* a call on their own run);
                             a tool with ``approval_by_owner=False`` is never approved by
                             the run's owner (separation of duties); a call whose tool the
                             agent no longer has may only be denied
@@ -82,6 +83,8 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
     run = approval.run
     if not can_view_run(user, run):
         return "You may not see this run."
+    if not approving and _owns(user, run):
+        return None  # the owner may always refuse a call on their own run
     if not _owns(user, run) and not user.has_perm(DECIDE_ANY_APPROVAL):
         return "You may not decide approvals on other users' runs."
     try:

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 from .core import sse
+from .core.exceptions import InvalidInputError
 from .exceptions import RunNotFound
 from .following import Unavailable, follow
 from .journal import get_journal
@@ -46,19 +47,38 @@ def _authenticate(request: HttpRequest) -> Any:
 
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
     if request.method != "GET":
-        return JsonResponse({"detail": "Method not allowed; use GET."}, status=405)
+        return JsonResponse(
+            {"detail": "Method not allowed; use GET.", "code": "method_not_allowed"},
+            status=405,
+        )
     user = await sync_to_async(_authenticate)(request)
     if not is_signed_in(user):
         return JsonResponse(
-            {"detail": "Authentication credentials were not provided."}, status=401
+            {
+                "detail": "Authentication credentials were not provided.",
+                "code": "not_authenticated",
+            },
+            status=401,
         )
     try:
         await Run.objects.avisible(user, run_id)
     except RunNotFound:
-        return JsonResponse({"detail": "Not found."}, status=404)
-    cursor = sse.parse_cursor(
-        request.headers.get("Last-Event-ID", request.GET.get("lastEventId"))
-    )
+        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    source = "Last-Event-ID" if "Last-Event-ID" in request.headers else "lastEventId"
+    try:
+        cursor = sse.parse_cursor(
+            request.headers.get("Last-Event-ID", request.GET.get("lastEventId"))
+        )
+    except InvalidInputError as error:
+        message = str(error).partition(": ")[2]
+        return JsonResponse(
+            {
+                "detail": f"{source}: {message}.",
+                "code": "invalid",
+                "errors": [{"field": source, "message": message}],
+            },
+            status=400,
+        )
     version = sse.negotiate(request.headers.get("x-deuz-stream"))
     return StreamingHttpResponse(
         _body(run_id, cursor, version), headers=sse.headers(version)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework.exceptions import ValidationError
+
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalNotFound,
@@ -27,7 +29,7 @@ from .exceptions import (
     VerdictsForbidden,
     field_errors,
 )
-from .serializers import VerdictBatchSerializer
+from .serializers import VerdictBatchSerializer, check_text
 
 
 def read_batch(data: Any) -> dict[str, Any]:
@@ -117,9 +119,18 @@ def _approvals(run: Run, verdicts: list[dict[str, Any]]) -> list[Approval]:
 def _item(index: int, verdict: Any, field: str, message: str) -> ErrorItem:
     item: ErrorItem = {"index": index}
     approval_id = verdict.get("approvalId") if isinstance(verdict, dict) else None
-    if isinstance(approval_id, str):
+    if isinstance(approval_id, str) and _echoable(approval_id):
         item["approvalId"] = approval_id
     return {**item, "field": field, "message": message}
+
+
+def _echoable(text: str) -> bool:
+    """Whether a client's id may be named in the answer (never NUL or lone surrogates)."""
+    try:
+        check_text(text)
+    except ValidationError:
+        return False
+    return True
 
 
 def _summary(errors: list[ErrorItem]) -> str:

@@ -2,30 +2,33 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rest_framework.pagination import PageNumberPagination
 
 from .exceptions import InvalidRequest
+from .serializers import MAX_SAFE_INTEGER
 
 
-def _positive(request: Any, name: str, *, maximum: int | None = None) -> int | None:
+def _positive(
+    request: Any, name: str, *, maximum: int = MAX_SAFE_INTEGER
+) -> int | None:
     raw = request.query_params.get(name)
     if raw is None:
         return None
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+    digits = raw.isascii() and raw.isdigit()
+    if not digits or not raw.strip("0"):
         raise InvalidRequest(
             f"{name}: must be a positive integer.",
             errors=[{"field": name, "message": "must be a positive integer"}],
         )
-    value = int(raw) if len(raw) <= 18 else sys.maxsize  # past any last page: a 404
-    if maximum is not None and value > maximum:
+    # Compared as text first: int() refuses numbers over 4,300 digits.
+    if len(raw.lstrip("0")) > len(str(maximum)) or int(raw) > maximum:
         raise InvalidRequest(
             f"{name}: must be at most {maximum}.",
             errors=[{"field": name, "message": f"must be at most {maximum}"}],
         )
-    return value
+    return int(raw)
 
 
 class DeuzPagination(PageNumberPagination):
@@ -47,6 +50,9 @@ class DeuzPagination(PageNumberPagination):
         parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             parameter["schema"]["minimum"] = 1
-            if parameter["name"] == self.page_size_query_param:
-                parameter["schema"]["maximum"] = self.max_page_size
+            parameter["schema"]["maximum"] = (
+                self.max_page_size
+                if parameter["name"] == self.page_size_query_param
+                else MAX_SAFE_INTEGER
+            )
         return parameters

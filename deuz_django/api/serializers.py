@@ -9,23 +9,75 @@ standard base64 text (the form Deuz accepts for images).
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from ..core.durable.codec import decode_json
 from ..core.exceptions import InvalidInputError
 from ..core.messages import coerce_messages
-from ..models import Approval, ApprovalStatus, Run, RunMessage, RunStatus
+from ..models import (
+    RUN_ID_PATTERN,
+    Approval,
+    ApprovalStatus,
+    Run,
+    RunMessage,
+    RunStatus,
+)
 from ..registry import agent_names
 from .exceptions import invalid_input
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
-RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]+")
 MAX_VERDICTS = 100  # SPEC R12.1
+MAX_SAFE_INTEGER = 2**53 - 1  # the largest integer every JSON client reads exactly
+# What no stored text may hold: PostgreSQL refuses NUL, UTF-8 refuses lone surrogates.
+TEXT_VALIDATORS = (
+    ProhibitNullCharactersValidator(),
+    ProhibitSurrogateCharactersValidator(),
+)
+
+
+def check_text(value: str) -> None:
+    """Raise the validation error a text field would for NUL or a lone surrogate."""
+    try:
+        for validator in TEXT_VALIDATORS:
+            validator(value)
+    except DjangoValidationError as error:  # the NUL validator is Django's own
+        raise serializers.ValidationError(error.messages, code=error.code) from None
+
+
+def check_json_text(value: Any) -> None:
+    """Every string (keys too) of a JSON value passes :func:`check_text`; the error is
+    nested where the bad string is, so it is reported as ``messages[0].content``."""
+    where: list[int | str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, str):
+            check_text(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                check_text(str(key))
+                where.append(str(key))
+                walk(child)
+                where.pop()
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                where.append(index)
+                walk(child)
+                where.pop()
+
+    try:
+        walk(value)
+    except serializers.ValidationError as error:
+        detail: Any = error.detail
+        for part in reversed(where):
+            detail = {part: detail}
+        raise serializers.ValidationError(detail) from None
 
 
 class StrictCharField(serializers.CharField):
@@ -53,9 +105,15 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class StrictIntegerField(serializers.IntegerField):
-    """A JSON integer only: never a string of digits, a float or a bool."""
+    """A JSON integer only: never a string of digits, a float or a bool; at most
+    ``MAX_SAFE_INTEGER`` in size (a bigger one is refused, never sent to the database)."""
 
     default_error_messages = {"invalid": "Must be an integer."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_value", MAX_SAFE_INTEGER)
+        kwargs.setdefault("min_value", -MAX_SAFE_INTEGER)
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -64,7 +122,7 @@ class StrictIntegerField(serializers.IntegerField):
 
 
 @extend_schema_field(
-    {"type": "string", "pattern": f"^{RUN_ID_PATTERN.pattern}$", "maxLength": 100}
+    {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": 100}
 )
 class RunIdField(StrictCharField):
     """A caller-chosen run id: letters, digits, ``_`` and ``-`` (it goes into URLs)."""
@@ -89,6 +147,11 @@ class MessagesField(serializers.ListField):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(child=serializers.JSONField(), min_length=1, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        messages: list[Any] = super().to_internal_value(data)
+        check_json_text(messages)
+        return messages
 
 
 # -- input ----------------------------------------------------------------------------------
@@ -134,6 +197,7 @@ class AgentField(serializers.ChoiceField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        check_text(data)  # before the name is echoed in a message
         if data not in self.choices:
             known = ", ".join(sorted(self.choices)) or "none"
             raise serializers.ValidationError(

@@ -16,7 +16,6 @@ from django.http import QueryDict
 from django.urls import reverse
 from rest_framework import generics, status
 from rest_framework.metadata import SimpleMetadata
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -30,6 +29,7 @@ from .exceptions import exception_handler
 from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
 from .permissions import CanResumeRun, CanViewRun, IsActiveUser
+from .renderers import DeuzJSONRenderer
 from .serializers import (
     ApprovalFilterSerializer,
     ApprovalSerializer,
@@ -53,7 +53,7 @@ class DeuzAPIView(generics.GenericAPIView):
     """Policies every endpoint shares: JSON only, signed-in users, the Deuz error shape."""
 
     permission_classes = [IsActiveUser, CanViewRun]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [DeuzJSONRenderer]
     parser_classes = [LimitedJSONParser]
     pagination_class = DeuzPagination
     metadata_class = DeuzMetadata

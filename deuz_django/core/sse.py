@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .exceptions import InvalidInputError
 from .journal import Record, encode_part, is_done
 from .wire import V2_ONLY, WireVersion, redact
 
@@ -30,16 +31,29 @@ def negotiate(header: str | None) -> WireVersion:
     return "v1" if (header or "").strip().lower() == "v1" else "v2"
 
 
+MAX_CURSOR = 2**53 - 1  # the largest seq every client reads exactly (JS numbers)
+
+
 def parse_cursor(value: object) -> int:
-    """A ``Last-Event-ID``: an int >= 0 or ASCII digits; anything else means none (R11.10)."""
+    """A ``Last-Event-ID``: an int >= 0 or ASCII digits; anything else means none (R11.10).
+
+    A number past ``MAX_CURSOR`` — which no journal reaches — is an
+    :class:`InvalidInputError` (the reference would read a 5,000-digit id as
+    ``Infinity``; Python's ``int`` refuses it).
+    """
     if isinstance(value, bool):
         return -1
-    if isinstance(value, int):
-        return value if value >= 0 else -1
     if isinstance(value, str):
         text = value.strip()
-        if text and text.isascii() and text.isdigit():
-            return int(text)
+        if not (text and text.isascii() and text.isdigit()):
+            return -1
+        if len(text.lstrip("0")) > len(str(MAX_CURSOR)):
+            raise InvalidInputError(f"cursor: must be at most {MAX_CURSOR}")
+        value = int(text)
+    if isinstance(value, int):
+        if value > MAX_CURSOR:
+            raise InvalidInputError(f"cursor: must be at most {MAX_CURSOR}")
+        return value if value >= 0 else -1
     return -1
 
 

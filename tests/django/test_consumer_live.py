@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.live_site import Daphne, LiveSite
 
@@ -307,3 +308,32 @@ async def test_the_sse_stream_continues_a_crashed_run_once(
     for lines in blocks[:-1]:
         parts[int(lines[0][4:])] = json.loads(lines[1][6:])
     assert streamed_text(parts) == EXPECTED
+
+
+async def test_frames_over_the_app_limit_get_too_large_and_over_daphnes_are_dropped(
+    site: LiveSite, socket: Opener
+) -> None:
+    """The documented limits: the app answers frames up to daphne's message limit
+    (``--websocket_max_message_size``, 1 MiB by default) — over its own 256 KiB with
+    ``too_large``; daphne drops a connection whose frame exceeds its limit before the
+    app sees it."""
+    from deuz_django.frames import MAX_FRAME_BYTES
+
+    server = site.daphne()
+    ws = await socket(server, site.user("ann"))
+    big = json.dumps(
+        {"type": "start", "agent": "streamer", "text": "x" * MAX_FRAME_BYTES}
+    )
+    await ws.send(big)
+    async for frame in frames(ws):
+        assert (frame["type"], frame["code"]) == ("error", "too_large")
+        break
+    await ws.send(json.dumps({"type": "subscribe", "runId": "missing"}))
+    async for frame in frames(ws):
+        assert frame["code"] == "not_found"  # still open
+        break
+    await ws.send("x" * (1024 * 1024 + 1))
+    with pytest.raises(ConnectionClosed):
+        async with asyncio.timeout(10):
+            await ws.recv()
+    assert ws.close_code in (1006, 1009)
