@@ -300,3 +300,21 @@ def test_the_owner_may_deny_their_own_staff_only_call_both_ways(make_user: Any) 
         format="json",
     )
     assert refuse_approving.status_code in (403, 409)
+
+
+@pytest.mark.django_db
+def test_stored_text_with_a_lone_surrogate_renders_escaped_not_as_a_500(
+    make_user: Any,
+) -> None:
+    from deuz_django.core.durable.codec import encode_json
+    from deuz_django.models import RunMessage
+
+    ann = make_user("ann")
+    run = started(ann)
+    data = encode_json({"role": "assistant", "content": f"odd {SURROGATE} text"})
+    RunMessage.objects.filter(run=run, index=0).update(data=data)
+    response = client(ann).get(f"{API}/runs/{run.run_id}/messages/")
+    assert response.status_code == 200
+    assert "\\ud800" in response.content.decode()
+    plain = client(ann).get(f"{API}/runs/{run.run_id}/")
+    assert "\\u" not in plain.content.decode()  # everything else stays UTF-8
