@@ -7,7 +7,7 @@ public :func:`~deuz_django.core.durable.token_problem` (R10.9, D4).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._awaitable import resolve
 from ..abort import AbortSignal
@@ -118,17 +118,7 @@ def sign_requests(
     if signer is None or not requests:
         return requests
     try:
-        return tuple(
-            ToolApprovalRequest(
-                approval_id=r.approval_id,
-                tool_call_id=r.tool_call_id,
-                tool_name=r.tool_name,
-                input=r.input,
-                agent_path=r.agent_path,
-                token=signer.sign(r, run_id),
-            )
-            for r in requests
-        )
+        return tuple(replace(r, token=signer.sign(r, run_id)) for r in requests)
     except Exception as error:
         deps.logger.error(
             "approval signing failed — requests go out unsigned", extra={"error": error}

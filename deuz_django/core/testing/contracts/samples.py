@@ -4,6 +4,7 @@ every part type, byte strings, odd text and signed pending approvals."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ... import (
     ImagePart,
@@ -128,14 +129,4 @@ def signed_requests(run_id: str) -> tuple[ToolApprovalRequest, ...]:
             agent_path=("researcher", "coder"),
         ),
     )
-    return tuple(
-        ToolApprovalRequest(
-            approval_id=r.approval_id,
-            tool_call_id=r.tool_call_id,
-            tool_name=r.tool_name,
-            input=r.input,
-            agent_path=r.agent_path,
-            token=signer.sign(r, run_id),
-        )
-        for r in unsigned
-    )
+    return tuple(replace(r, token=signer.sign(r, run_id)) for r in unsigned)
