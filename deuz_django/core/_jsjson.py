@@ -1,12 +1,21 @@
 """JSON text as JavaScript's ``JSON.stringify`` and ``JSON.parse`` handle it.
 
-Signed tokens must be byte-identical to the reference's (SPEC R10.4) and checkpoints must
-read the same in Node (R8.1), so numbers follow ECMAScript's ``Number::toString``: ``1.0``
-is ``1``, ``-0.0`` is ``0``, ``1e-7`` stays ``1e-7`` (Python writes ``1e-07``), ``1e16`` is
-``10000000000000000`` and a non-finite number is ``null``. Python ints are written exactly.
-A lone surrogate is escaped (``"\\ud800"``), as the well-formed ``JSON.stringify`` does, so
-the text always encodes to UTF-8. Everything else is :func:`json.dumps` in compact form
-with non-ASCII characters kept raw.
+Signed tokens must be byte-identical to the reference's (SPEC R10.4) and checkpoints and
+wire parts must read and write the same in Node (R8.1, R8.6), so this module mirrors the
+three places where JavaScript differs from :func:`json.dumps` (``docs/interop.md``):
+
+- Key order: an object's integer-like keys (array indices, ``"0"`` to ``"4294967294"`` in
+  canonical form) come first in ascending order, then the other keys in insertion order:
+  ``{"b": 1, "2": 0}`` is written ``{"2":0,"b":1}``.
+- Numbers follow ``Number::toString``: ``1.0`` is ``1``, ``-0.0`` is ``0``, ``1e-7`` stays
+  ``1e-7`` (Python writes ``1e-07``), ``1e16`` is ``10000000000000000``, ``1e21`` is
+  ``1e+21`` and a non-finite number is ``null``. Python ints are written exactly (a
+  deliberate difference: JavaScript would round one beyond 2**53 to a double).
+- Strings are UTF-16 to JavaScript: a surrogate pair is one character, written raw; a lone
+  surrogate is escaped (``"\\ud800"``), as the well-formed ``JSON.stringify`` does, so the
+  text always encodes to UTF-8.
+
+Everything else is :func:`json.dumps` in compact form with non-ASCII characters kept raw.
 """
 
 from __future__ import annotations
@@ -19,7 +28,11 @@ from typing import Any
 
 # One encoder for every call: ``json.dumps`` with options builds a new one each time.
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# A high surrogate followed by a low one is a pair (one character to JavaScript); any
+# other surrogate is lone.
+_SURROGATE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+_ANY_SURROGATE = re.compile("[\ud800-\udfff]")  # the cheap test, as surrogates are rare
+_LAST_INDEX = 2**32 - 2
 
 
 def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
@@ -28,17 +41,17 @@ def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
     Tuples are written as lists. The tree is walked once to rewrite floats; the text itself
     comes from ``json.dumps`` unless a float needs digits Python cannot produce. A flat
     object of strings (most stream parts: a text delta) has no number to rewrite and skips
-    the walk.
+    the walk. Integer-like keys are moved to the front (cheap to rule out: ``isdigit``).
     """
-    if type(value) is dict and all(
-        type(k) is str and type(v) is str for k, v in value.items()
-    ):
+    if _is_flat_strings(value):
         text = _compact(value)
     else:
         walker = _Walker(default)
         tree = walker.walk(value)
         text = _encode_with_raw(tree) if walker.has_raw else _compact(tree)
-    return text if text.isascii() else _SURROGATE.sub(_escape_surrogate, text)
+    if text.isascii() or not _ANY_SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_escape_surrogate, text)
 
 
 def loads(
@@ -48,8 +61,45 @@ def loads(
     return json.loads(text, object_hook=object_hook, parse_constant=_reject_constant)
 
 
+def _is_flat_strings(value: Any) -> bool:
+    """A dict of string values under non-numeric string keys: ``json.dumps`` alone writes it.
+
+    A plain loop: the hot path (a text delta per streamed token) is faster than ``all()``.
+    """
+    if type(value) is not dict:
+        return False
+    for k, v in value.items():
+        if type(k) is not str or type(v) is not str or k.isdigit():
+            return False
+    return True
+
+
 def _escape_surrogate(match: re.Match[str]) -> str:
-    return f"\\u{ord(match[0]):04x}"
+    found = match[0]
+    if len(found) == 2:  # a pair: the astral character JavaScript's string holds
+        high, low = map(ord, found)
+        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+    return f"\\u{ord(found):04x}"
+
+
+def is_array_index(key: str) -> bool:
+    """Whether JavaScript orders ``key`` first: the canonical text of 0 .. 2**32 - 2."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and (key == "0" or key[0] != "0")
+        and (len(key) < 10 or int(key) <= _LAST_INDEX)
+    )
+
+
+def _js_key_order(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with its array-index keys first, ascending, then the rest as inserted."""
+    indices = sorted((k for k in obj if is_array_index(k)), key=int)
+    if not indices:
+        return obj
+    out = {k: obj[k] for k in indices}
+    out.update((k, v) for k, v in obj.items() if k not in out)
+    return out
 
 
 def _reject_constant(name: str) -> Any:
@@ -81,10 +131,11 @@ class _Walker:
         if kind is float:
             return self._number(o)
         if isinstance(o, dict):
-            return {
+            out = {
                 k if type(k) is str else self._key(k): self.walk(v)
                 for k, v in o.items()
             }
+            return _js_key_order(out) if any(map(str.isdigit, out)) else out
         if isinstance(o, list | tuple):
             return [self.walk(v) for v in o]
         if isinstance(o, str | int):  # subclasses such as enums: json.dumps writes them
