@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._kept import keep
 from .exceptions import InvalidInputError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalRequest:
-    """A gated tool call waiting for a verdict; ``agent_path`` names the asking sub-agent."""
+    """A gated tool call waiting for a verdict; ``agent_path`` names the asking sub-agent.
+
+    One read with :meth:`from_json` writes back the object it was read from, unknown keys
+    included, so it signs as the reference signs it (R10.2: every own key).
+    """
 
     approval_id: str
     tool_call_id: str
@@ -19,9 +24,14 @@ class ToolApprovalRequest:
     input: Any
     agent_path: tuple[str, ...] | None = None
     token: str | None = None
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form, keys in the reference's order (the signer's payload depends on it)."""
+        if self._json is not None:
+            return dict(self._json)
         out: dict[str, Any] = {
             "approvalId": self.approval_id,
             "toolCallId": self.tool_call_id,
@@ -52,7 +62,7 @@ class ToolApprovalRequest:
         token = data.get("token")
         if token is not None and not isinstance(token, str):
             raise InvalidInputError(f"{path}.token: expected a string")
-        return cls(
+        request = cls(
             approval_id=data["approvalId"],
             tool_call_id=data["toolCallId"],
             tool_name=data["toolName"],
@@ -60,6 +70,7 @@ class ToolApprovalRequest:
             agent_path=tuple(agent_path) if agent_path else None,
             token=token,
         )
+        return keep(request, dict(data))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,14 +5,20 @@ SDK reads and writes, and ``from_json()`` validates a plain dict with an error t
 bad field (``messages[1].content[0].toolUseId: expected a string``). Absent optional fields
 are ``None`` in Python and absent keys in JSON. Byte strings stay ``bytes`` in the JSON form;
 the checkpoint codec tags them for storage.
+
+A message or part read with ``from_json`` writes back the object it was read from: keys
+this runtime does not know, ``null`` optionals and a missing ``input`` or ``result`` pass
+through as the reference passes them (see :mod:`deuz_django.core._kept`). Only what would
+make a run wrong is refused: an unknown role or part type, a known field of the wrong type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
+from ._kept import keep
 from .exceptions import InvalidInputError
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -23,8 +29,13 @@ ROLES: frozenset[str] = frozenset(get_args(Role))
 class TextPart:
     text: str
     type: ClassVar[str] = "text"
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
         return {"type": "text", "text": self.text}
 
 
@@ -35,8 +46,13 @@ class ImagePart:
     image: str | bytes
     media_type: str | None = None
     type: ClassVar[str] = "image"
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
         out: dict[str, Any] = {"type": "image", "image": self.image}
         if self.media_type is not None:
             out["mediaType"] = self.media_type
@@ -52,8 +68,13 @@ class ToolUsePart:
     input: Any
     provider_metadata: dict[str, Any] | None = None
     type: ClassVar[str] = "tool_use"
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
         out: dict[str, Any] = {
             "type": "tool_use",
             "id": self.id,
@@ -73,8 +94,13 @@ class ToolResultPart:
     result: Any
     is_error: bool | None = None
     type: ClassVar[str] = "tool_result"
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
         out: dict[str, Any] = {
             "type": "tool_result",
             "toolUseId": self.tool_use_id,
@@ -87,20 +113,29 @@ class ToolResultPart:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningPart:
-    """Model reasoning, carried through the loop unchanged (signatures must round-trip)."""
+    """Model reasoning, carried through the loop unchanged (signatures must round-trip).
+
+    The JSON form writes ``encrypted`` before ``signature``, as the reference builds the
+    part of an encrypted payload (R1.3).
+    """
 
     text: str
     signature: str | None = None
     encrypted: bool | None = None
     redacted: bool | None = None
     type: ClassVar[str] = "reasoning"
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
         out: dict[str, Any] = {"type": "reasoning", "text": self.text}
-        if self.signature is not None:
-            out["signature"] = self.signature
         if self.encrypted is not None:
             out["encrypted"] = self.encrypted
+        if self.signature is not None:
+            out["signature"] = self.signature
         if self.redacted is not None:
             out["redacted"] = self.redacted
         return out
@@ -116,6 +151,9 @@ class Message:
     role: Role
     content: str | tuple[Part, ...]
     provider_metadata: dict[str, Any] | None = None
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def to_json(self) -> dict[str, Any]:
         content: Any = (
@@ -123,6 +161,8 @@ class Message:
             if isinstance(self.content, str)
             else [part.to_json() for part in self.content]
         )
+        if self._json is not None:
+            return {**self._json, "content": content}
         out: dict[str, Any] = {"role": self.role, "content": content}
         if self.provider_metadata is not None:
             out["providerMetadata"] = self.provider_metadata
@@ -194,6 +234,10 @@ def part_from_json(data: Any, *, path: str = "part") -> Part:
         return data
     if not isinstance(data, dict):
         raise _fail(path, f"expected an object, got {type(data).__name__}")
+    return keep(_part(data, path), dict(data))
+
+
+def _part(data: dict[str, Any], path: str) -> Part:
     kind = data.get("type")
     if kind == "text":
         return TextPart(_str(data, "text", path))
@@ -206,13 +250,11 @@ def part_from_json(data: Any, *, path: str = "part") -> Part:
         if not isinstance(image, str):
             image = bytes(image)
         return ImagePart(image, _str(data, "mediaType", path, optional=True))
-    if kind == "tool_use":
-        if "input" not in data:
-            raise _fail(f"{path}.input", "is required")
+    if kind == "tool_use":  # a missing input reads as None and stays missing
         return ToolUsePart(
             _str(data, "id", path),
             _str(data, "name", path),
-            data["input"],
+            data.get("input"),
             _dict(data, "providerMetadata", path),
         )
     if kind == "tool_result":
@@ -262,7 +304,9 @@ def message_from_json(data: Any, *, path: str = "message") -> Message:
             f"{path}.content",
             f"expected a string or a list of parts, got {type(raw).__name__}",
         )
-    return Message(role, content, _dict(data, "providerMetadata", path))
+    return keep(
+        Message(role, content, _dict(data, "providerMetadata", path)), dict(data)
+    )
 
 
 def coerce_messages(

@@ -1,10 +1,17 @@
-"""Token usage and finish reasons (SPEC R1.6–R1.10)."""
+"""Token usage and finish reasons (SPEC R1.6–R1.10).
+
+The JSON form writes the optional counters (``audioTokens``, ``serverToolUses``) before
+``totalTokens``, as the reference's ``sum_usage`` builds the object and ``with_total``
+fills the total in. A usage read with ``from_json`` writes back what it read, counters
+this runtime does not know included (:mod:`deuz_django.core._kept`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from ._kept import keep
 from .exceptions import InvalidInputError
 
 FinishReason = Literal[
@@ -12,15 +19,16 @@ FinishReason = Literal[
 ]
 FINISH_REASONS: frozenset[str] = frozenset(get_args(FinishReason))
 
-_REQUIRED = (
+_COUNTERS = (
     ("input_tokens", "inputTokens"),
     ("output_tokens", "outputTokens"),
     ("reasoning_tokens", "reasoningTokens"),
     ("cached_read_tokens", "cachedReadTokens"),
     ("cache_write_tokens", "cacheWriteTokens"),
     ("cache_write_1h_tokens", "cacheWrite1hTokens"),
-    ("total_tokens", "totalTokens"),
 )
+_TOTAL = ("total_tokens", "totalTokens")
+_REQUIRED = (*_COUNTERS, _TOTAL)
 _OPTIONAL = (("audio_tokens", "audioTokens"), ("server_tool_uses", "serverToolUses"))
 
 
@@ -37,13 +45,19 @@ class Usage:
     total_tokens: int = 0
     audio_tokens: int | None = None
     server_tool_uses: int | None = None
+    _json: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    def to_json(self) -> dict[str, int]:
-        out = {key: getattr(self, attr) for attr, key in _REQUIRED}
+    def to_json(self) -> dict[str, Any]:
+        if self._json is not None:
+            return dict(self._json)
+        out = {key: getattr(self, attr) for attr, key in _COUNTERS}
         for attr, key in _OPTIONAL:
             value = getattr(self, attr)
             if value is not None:
                 out[key] = value
+        out[_TOTAL[1]] = self.total_tokens
         return out
 
     @classmethod
@@ -56,15 +70,15 @@ class Usage:
             )
         values: dict[str, int] = {}
         for attr, key in _REQUIRED + _OPTIONAL:
-            if key not in data:
+            value = data.get(key)
+            if value is None:  # absent, or null as JavaScript's ``?? 0`` reads it
                 continue
-            value = data[key]
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidInputError(
                     f"{path}.{key}: expected an integer, got {value!r}"
                 )
             values[attr] = value
-        return cls(**values)
+        return keep(cls(**values), dict(data))
 
 
 EMPTY_USAGE = Usage()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from .._kept import keep
 from ..approvals import ToolApprovalRequest
 from ..exceptions import InvalidInputError
 from ..messages import Message, message_from_json
@@ -13,10 +14,6 @@ from ..usage import Usage
 CheckpointStatus = Literal["running", "suspended", "completed"]
 CHECKPOINT_STATUSES: frozenset[str] = frozenset(get_args(CheckpointStatus))
 CHECKPOINT_VERSION = 1
-
-# Where a JSON tree orders its keys unlike ``to_json``: per object its keys in the order
-# read (``None`` when already ours), and the same for the children that differ.
-type _KeyOrder = tuple[tuple[str, ...] | None, dict[str | int, _KeyOrder]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,9 +24,11 @@ class AgentCheckpoint:
     ever saved; ``pending_approvals`` is set on an approval break; ``agent_path`` on the
     checkpoints of sub-agents.
 
-    A checkpoint read with :meth:`from_json` writes its keys back in the order it read
-    them, so a stored checkpoint round-trips byte for byte (R8.6); one built in Python, or
-    derived with ``dataclasses.replace``, writes R6.3's order.
+    A checkpoint read with :meth:`from_json` writes back the object it read, so a stored
+    checkpoint round-trips byte for byte (R8.6): its key order, keys this runtime does not
+    know (a newer reference's), an empty ``agentPath`` or ``pendingApprovals`` and ``null``
+    optionals all survive, at every level. One built in Python, or derived with
+    ``dataclasses.replace``, writes R6.3's order.
     """
 
     version: int = CHECKPOINT_VERSION
@@ -42,20 +41,27 @@ class AgentCheckpoint:
     pending_approvals: tuple[ToolApprovalRequest, ...] | None = None
     agent_path: tuple[str, ...] | None = None
     created_at: float
-    _key_order: _KeyOrder | None = field(
+    _json: dict[str, Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form, keys in the reference's order, or in the order they were read
-        (bytes stay ``bytes``)."""
-        out: dict[str, Any] = {
+        """The JSON form: R6.3's, or the object read (bytes stay ``bytes``)."""
+        messages = [m.to_json() for m in self.messages]
+        if self._json is not None:
+            out = {**self._json, "messages": messages, "usage": self.usage.to_json()}
+            if isinstance(out.get("pendingApprovals"), list):
+                out["pendingApprovals"] = [
+                    r.to_json() for r in self.pending_approvals or ()
+                ]
+            return out
+        out = {
             "version": self.version,
             "runId": self.run_id,
             "stepId": self.step_id,
             "stepIndex": self.step_index,
             "status": self.status,
-            "messages": [m.to_json() for m in self.messages],
+            "messages": messages,
             "usage": self.usage.to_json(),
         }
         if self.pending_approvals:
@@ -63,14 +69,16 @@ class AgentCheckpoint:
         if self.agent_path:
             out["agentPath"] = list(self.agent_path)
         out["createdAt"] = self.created_at
-        if self._key_order is not None:
-            ordered: dict[str, Any] = _reorder(out, self._key_order)
-            return ordered
         return out
 
     @classmethod
     def from_json(cls, data: Any) -> AgentCheckpoint:
-        """Validate the JSON form; an unknown ``version`` is refused, never guessed at."""
+        """Validate the JSON form; an unknown ``version`` is refused, never guessed at.
+
+        Only what would make the run wrong is refused, with the path of the culprit: a
+        version other than 1, a known field of the wrong type, an unknown role or part
+        type. Anything else is kept as read.
+        """
         if not isinstance(data, dict):
             raise InvalidInputError(
                 f"checkpoint: expected an object, got {type(data).__name__}"
@@ -129,49 +137,4 @@ class AgentCheckpoint:
             agent_path=tuple(agent_path) if agent_path else None,
             created_at=created_at,
         )
-        order = _order_of(data, checkpoint.to_json())
-        if order is not None:
-            object.__setattr__(checkpoint, "_key_order", order)
-        return checkpoint
-
-
-def _order_of(read: Any, written: Any) -> _KeyOrder | None:
-    """Where the JSON value ``read`` orders its keys unlike ``written``; ``None`` if nowhere."""
-    children: dict[str | int, _KeyOrder] = {}
-    if read is written:  # user data (tool inputs, results) is kept as it was read
-        return None
-    if isinstance(read, dict) and isinstance(written, dict):
-        keys = tuple(read)
-        own = keys if keys != tuple(written) else None
-        for key in keys:
-            if key in written and (order := _order_of(read[key], written[key])):
-                children[key] = order
-    elif isinstance(read, list) and isinstance(written, list):
-        own = None
-        for index, (a, b) in enumerate(zip(read, written, strict=False)):
-            if order := _order_of(a, b):
-                children[index] = order
-    else:
-        return None
-    return (own, children) if own is not None or children else None
-
-
-def _reorder(value: Any, order: _KeyOrder) -> Any:
-    """``value`` with its keys in ``order``; keys ``order`` does not name come last."""
-    own, children = order
-    if isinstance(value, dict):
-        keys = (
-            [k for k in own if k in value] + [k for k in value if k not in own]
-            if own
-            else list(value)
-        )
-        return {
-            k: _reorder(value[k], children[k]) if k in children else value[k]
-            for k in keys
-        }
-    if isinstance(value, list):
-        return [
-            _reorder(v, children[i]) if i in children else v
-            for i, v in enumerate(value)
-        ]
-    return value
+        return keep(checkpoint, dict(data))

@@ -18,7 +18,14 @@ from deuz_django.core.durable.codec import (
     serialize_checkpoint,
 )
 from deuz_django.core.exceptions import InvalidInputError
-from deuz_django.core.messages import ImagePart, Message, TextPart
+from deuz_django.core.messages import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
 from deuz_django.core.usage import Usage
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "vectors"
@@ -126,6 +133,126 @@ def test_a_checkpoint_built_in_python_writes_the_saved_order() -> None:
         "createdAt",
     ]
     assert serialize_checkpoint(deserialize_checkpoint(text)) == text
+
+
+WIRE = json.loads((FIXTURES / "wire.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize(
+    "name", ["checkpoint_after_leg1", "checkpoint_after_leg2"], ids=str
+)
+def test_the_wire_vectors_checkpoints_round_trip_byte_for_byte(name: str) -> None:
+    # SPEC R8.6: the file holds them parsed; JSON.stringify wrote them compact, in order.
+    text = json.dumps(
+        WIRE["durable_approval_two_legs"][name],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert serialize_checkpoint(deserialize_checkpoint(text)) == text
+
+
+# -- what we do not understand survives (docs/interop.md, rule 5) ---------------------
+
+NEWER_REFERENCE = (
+    '{"version":1,"runId":"r","stepId":"r#2","stepIndex":2,"status":"suspended",'
+    '"traceId":"t-9",'  # an unknown top-level key
+    '"messages":[{"role":"user","content":"hi","name":"bob"},'  # unknown message key
+    '{"role":"assistant","content":['
+    '{"type":"reasoning","text":"t","encrypted":true,"signature":null,"cacheHint":2},'
+    '{"type":"tool_use","id":"c1","name":"pay"},'  # no input
+    '{"type":"image","image":"https://x/y.png","mediaType":null}]},'
+    '{"role":"tool","content":[{"type":"tool_result","toolUseId":"c0","isError":null}]}],'
+    '"usage":{"inputTokens":1,"outputTokens":1,"reasoningTokens":0,"cachedReadTokens":0,'
+    '"cacheWriteTokens":0,"cacheWrite1hTokens":0,"videoTokens":4,"totalTokens":2},'
+    '"pendingApprovals":[],"agentPath":[],"createdAt":7,"leaseHint":null}'
+)
+
+
+def test_unknown_keys_nulls_empty_lists_and_absent_fields_survive_a_round_trip() -> (
+    None
+):
+    # SPEC R8.6: the reference passes all of it through; so do we, byte for byte.
+    checkpoint = deserialize_checkpoint(NEWER_REFERENCE)
+    assert serialize_checkpoint(checkpoint) == NEWER_REFERENCE
+    # ... while the values read are the ones this runtime understands
+    assert checkpoint.pending_approvals is None
+    assert checkpoint.agent_path is None
+    assert checkpoint.usage == Usage(input_tokens=1, output_tokens=1, total_tokens=2)
+    assert checkpoint.messages[1].content[1] == ToolUsePart("c1", "pay", None)
+    assert checkpoint.messages[2].content[0] == ToolResultPart("c0", None)
+
+
+def test_unknown_part_fields_survive_a_resume_leg() -> None:
+    # The loop carries read messages on, so the next checkpoint keeps their extra keys.
+    checkpoint = deserialize_checkpoint(NEWER_REFERENCE)
+    next_leg = replace(
+        checkpoint, messages=(*checkpoint.messages, Message("user", "go"))
+    )
+    written = json.loads(serialize_checkpoint(next_leg))
+    assert written["messages"][0] == {"role": "user", "content": "hi", "name": "bob"}
+    assert written["messages"][1]["content"][0]["cacheHint"] == 2
+    assert "input" not in written["messages"][1]["content"][1]
+    assert (
+        "traceId" not in written
+    )  # a new checkpoint is built fresh, as R6.3 builds it
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # rejected: each would make the run wrong; the error names the JSON path
+        (("version", 2), r"^checkpoint\.version: unsupported"),
+        (
+            ("messages", [{"role": "user", "content": [{"type": "video"}]}]),
+            r"^checkpoint\.messages\[0\]\.content\[0\]\.type: unknown part type 'video'",
+        ),
+        (
+            ("messages", [{"role": "robot", "content": ""}]),
+            r"^checkpoint\.messages\[0\]\.role",
+        ),
+        (("usage", {"inputTokens": "1"}), r"^checkpoint\.usage\.inputTokens"),
+        (
+            ("pendingApprovals", [{"approvalId": "a", "toolCallId": 1}]),
+            r"^checkpoint\.pendingApprovals\[0\]\.toolCallId",
+        ),
+    ],
+)
+def test_what_would_make_the_run_wrong_is_refused_naming_the_path(
+    change: tuple[str, Any], message: str
+) -> None:
+    data = json.loads(NEWER_REFERENCE)
+    data[change[0]] = change[1]
+    with pytest.raises(InvalidInputError, match=message):
+        deserialize_checkpoint(json.dumps(data))
+
+
+# -- our own records, in the reference's order (docs/interop.md, rule 2) --------------
+
+
+def test_usage_writes_optional_counters_before_the_total() -> None:
+    # R1.8, R1.9: sum_usage adds audioTokens/serverToolUses, with_total then sets the total.
+    usage = Usage(input_tokens=1, total_tokens=1, audio_tokens=2, server_tool_uses=3)
+    assert encode_json(usage.to_json()) == (
+        '{"inputTokens":1,"outputTokens":0,"reasoningTokens":0,"cachedReadTokens":0,'
+        '"cacheWriteTokens":0,"cacheWrite1hTokens":0,"audioTokens":2,"serverToolUses":3,'
+        '"totalTokens":1}'
+    )
+
+
+def test_an_encrypted_reasoning_part_writes_encrypted_before_its_signature() -> None:
+    # R1.3: {type, text, encrypted: true, signature?}
+    part = ReasoningPart("blob", "sig", encrypted=True)
+    assert encode_json(part.to_json()) == (
+        '{"type":"reasoning","text":"blob","encrypted":true,"signature":"sig"}'
+    )
+
+
+def test_tool_input_keys_are_written_in_javascript_order_everywhere() -> None:
+    # Rule 1: {"b": 1, "2": 0} is {"2":0,"b":1} in a checkpoint as in a token.
+    checkpoint = _checkpoint(
+        messages=(Message("assistant", (ToolUsePart("c1", "t", {"b": 1, "2": 0}),)),)
+    )
+    assert '"input":{"2":0,"b":1}' in serialize_checkpoint(checkpoint)
 
 
 @pytest.mark.parametrize("case", VECTORS["deserialize_only"], ids=lambda c: c["name"])
