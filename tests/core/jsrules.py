@@ -12,6 +12,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from hypothesis import strategies as st
+
 LAST_ARRAY_INDEX = 2**32 - 2
 MAX_SAFE_INTEGER = 2**53
 
@@ -132,3 +134,38 @@ _SHORT_ESCAPES = {
 def parse_number(text: str) -> float:
     """What ``JSON.parse`` holds for a number's text: the nearest double."""
     return float(text)
+
+
+# -- hypothesis strategies: the values where Python and JavaScript part -----------
+
+# Integer-like keys (and near misses) mixed with ordinary ones, so orders get shuffled.
+keys = st.one_of(
+    st.text(max_size=6),
+    st.integers(0, 2**32 + 2).map(str),
+    st.sampled_from(["0", "00", "01", "-1", "1.5", "1e3", "4294967294", "4294967295"]),
+    st.sampled_from(["\u0663", "\u00b2", "10\u0660"]),  # non-ASCII digits: not indices
+)
+# Any code point, lone surrogates included (hypothesis leaves them out by default).
+characters = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))
+strings = st.text(characters, max_size=8)
+floats = st.one_of(
+    st.floats(),
+    st.sampled_from(
+        [1.0, 0.1, 1e21, 1e-7, -0.0, 1e16, 1e-6, 123456789012345680000.0, 5e-324]
+    ),
+)
+ints = st.one_of(
+    st.integers(-(2**53), 2**53), st.integers(-(2**70), 2**70), st.just(2**53 + 1)
+)
+scalars = st.none() | st.booleans() | ints | floats | strings
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=5)
+    ),
+    max_leaves=16,
+)
+finite_floats = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1.0, 0.1, 1e21, 1e-7, -0.0, 1e16]),
+)

@@ -18,36 +18,7 @@ from hypothesis import strategies as st
 from deuz_django.core import _jsjson
 
 from . import jsrules
-
-# -- strategies ----------------------------------------------------------------------
-
-# Integer-like keys (and near misses) mixed with ordinary ones, so orders get shuffled.
-keys = st.one_of(
-    st.text(max_size=6),
-    st.integers(0, 2**32 + 2).map(str),
-    st.sampled_from(["0", "00", "01", "-1", "1.5", "1e3", "4294967294", "4294967295"]),
-    st.sampled_from(["\u0663", "\u00b2", "10\u0660"]),  # non-ASCII digits: not indices
-)
-# Any code point, lone surrogates included (hypothesis leaves them out by default).
-characters = st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr))
-strings = st.text(characters, max_size=8)
-floats = st.one_of(
-    st.floats(),
-    st.sampled_from(
-        [1.0, 0.1, 1e21, 1e-7, -0.0, 1e16, 1e-6, 123456789012345680000.0, 5e-324]
-    ),
-)
-ints = st.one_of(
-    st.integers(-(2**53), 2**53), st.integers(-(2**70), 2**70), st.just(2**53 + 1)
-)
-scalars = st.none() | st.booleans() | ints | floats | strings
-json_values = st.recursive(
-    scalars,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=5)
-    ),
-    max_leaves=16,
-)
+from .jsrules import ints, json_values, keys
 
 
 def js_parse(value: Any) -> Any:
@@ -139,7 +110,7 @@ def test_integer_like_keys_come_first(value: Any, js: str) -> None:
     assert _jsjson.dumps(value) == js
 
 
-# -- rule 2: numbers -----------------------------------------------------------------
+# -- rule 3: numbers -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -169,7 +140,7 @@ def test_big_ints_stay_exact_where_javascript_would_round() -> None:
         assert _jsjson.dumps(_jsjson.loads(text)) == text
 
 
-# -- rule 4: strings -----------------------------------------------------------------
+# -- rule 5: strings -----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -151,7 +151,7 @@ def test_the_wire_vectors_checkpoints_round_trip_byte_for_byte(name: str) -> Non
     assert serialize_checkpoint(deserialize_checkpoint(text)) == text
 
 
-# -- what we do not understand survives (docs/interop.md, rule 5) ---------------------
+# -- what we do not understand survives (docs/interop.md, rule 4) ---------------------
 
 NEWER_REFERENCE = (
     '{"version":1,"runId":"r","stepId":"r#2","stepIndex":2,"status":"suspended",'
