@@ -325,6 +325,26 @@ def test_ints_are_written_exactly() -> None:
     assert encode_json(2**64 + 1) == "18446744073709551617"
 
 
+def test_big_ints_both_ways_round() -> None:
+    # docs/interop.md rule 3. Python -> reference: written exactly; JSON.parse rounds it
+    # to the nearest double and the reference saves that double's digits, which read
+    # back here unchanged. Reference -> Python: its digits and exponents survive.
+    checkpoint = _checkpoint(
+        messages=(Message("assistant", (ToolUsePart("c1", "t", {"n": 2**64 + 1}),)),)
+    )
+    ours = serialize_checkpoint(checkpoint)
+    assert '"input":{"n":18446744073709551617}' in ours
+    resaved_by_the_reference = ours.replace(
+        "18446744073709551617", "18446744073709552000"
+    )
+    assert (
+        serialize_checkpoint(deserialize_checkpoint(resaved_by_the_reference))
+        == resaved_by_the_reference
+    )
+    theirs = ours.replace("18446744073709551617", "1.8446744073709552e+21")
+    assert serialize_checkpoint(deserialize_checkpoint(theirs)) == theirs
+
+
 def test_a_value_json_cannot_hold_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         encode_json({"x": {1}})

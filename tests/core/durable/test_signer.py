@@ -125,6 +125,38 @@ def test_javascript_number_formatting_is_reproduced() -> None:
     assert _signer().sign(request) == case["token"]
 
 
+def test_integer_like_input_keys_are_signed_in_javascript_order() -> None:
+    # docs/interop.md rule 1: the reference's payload holds {"b":1,"2":0} as {"2":0,"b":1}.
+    request = {"approvalId": "c", "toolCallId": "c", "toolName": "t"}
+    shuffled = _signer().sign({**request, "input": {"b": 1, "2": 0}})
+    assert shuffled == _signer().sign({**request, "input": {"2": 0, "b": 1}})
+    assert b'"input":{"2":0,"b":1}' in base64.urlsafe_b64decode(
+        shuffled.split(".")[1] + "=="
+    )
+
+
+def test_a_big_int_is_signed_exactly_and_a_rounded_one_verifies_as_written() -> None:
+    # docs/interop.md rule 3, both ways round. Python -> reference: the exact digits are
+    # signed (the reference, holding a double, would sign 18446744073709552000; its
+    # verify accepts ours, as the MAC covers the text). Reference -> Python: its token
+    # verifies here and reads the digits it wrote.
+    request = {"approvalId": "c", "toolCallId": "c", "toolName": "t"}
+    ours = _signer().sign({**request, "input": {"n": 2**64 + 1}})
+    assert b'{"n":18446744073709551617}' in base64.urlsafe_b64decode(
+        ours.split(".")[1] + "=="
+    )
+    theirs = _token_over(
+        json.dumps(
+            {**request, "input": {"n": 18446744073709552000}, "issuedAt": NOW},
+            separators=(",", ":"),
+        ).encode()
+    )
+    payload = _signer().verify(theirs)
+    assert payload is not None
+    assert payload["input"] == {"n": 18446744073709552000}
+    assert float(payload["input"]["n"]) == float(2**64 + 1)  # the same double in JS
+
+
 def test_a_float_clock_signs_like_the_reference() -> None:
     # SPEC R10.2: issuedAt is whatever number the clock returns, JS-formatted.
     case = SIGNED["basic"]
