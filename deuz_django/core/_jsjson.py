@@ -102,6 +102,20 @@ def _js_key_order(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def as_integer(value: object) -> int | None:
+    """``value`` as an int when JavaScript would hold an integer there, else ``None``.
+
+    JavaScript has no int type: ``1e21`` and ``1.0`` are integers to it. A bool is not.
+    """
+    if type(value) is int:
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
+from ._jsjson import as_integer
 from ._kept import keep
 from .exceptions import InvalidInputError
 
@@ -73,11 +74,12 @@ class Usage:
             value = data.get(key)
             if value is None:  # absent, or null as JavaScript's ``?? 0`` reads it
                 continue
-            if isinstance(value, bool) or not isinstance(value, int):
+            count = as_integer(value)
+            if count is None:
                 raise InvalidInputError(
                     f"{path}.{key}: expected an integer, got {value!r}"
                 )
-            values[attr] = value
+            values[attr] = count
         return keep(cls(**values), dict(data))
 
 

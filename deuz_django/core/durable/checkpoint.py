@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from .._jsjson import as_integer
 from .._kept import keep
 from ..approvals import ToolApprovalRequest
 from ..exceptions import InvalidInputError
@@ -92,8 +93,8 @@ class AgentCheckpoint:
         for key in ("runId", "stepId"):
             if not isinstance(data.get(key), str):
                 raise InvalidInputError(f"checkpoint.{key}: expected a string")
-        step_index = data.get("stepIndex")
-        if isinstance(step_index, bool) or not isinstance(step_index, int):
+        step_index = as_integer(data.get("stepIndex"))
+        if step_index is None:
             raise InvalidInputError("checkpoint.stepIndex: expected an integer")
         status = data.get("status")
         if status not in CHECKPOINT_STATUSES:

@@ -226,6 +226,22 @@ def test_what_would_make_the_run_wrong_is_refused_naming_the_path(
         deserialize_checkpoint(json.dumps(data))
 
 
+def test_an_integral_float_counts_as_the_integer_javascript_holds() -> None:
+    # Rule 3: 1e21 and 2.0 are integers to JavaScript, which writes them 1e+21 and 2.
+    text = (
+        serialize_checkpoint(_checkpoint())
+        .replace('"stepIndex":1', '"stepIndex":2.0')
+        .replace('"inputTokens":1', '"inputTokens":1e21')
+    )
+    checkpoint = deserialize_checkpoint(text)
+    assert checkpoint.step_index == 2
+    assert type(checkpoint.usage.input_tokens) is int
+    assert checkpoint.usage.input_tokens == 10**21
+    assert serialize_checkpoint(checkpoint) == text.replace("2.0", "2").replace(
+        "1e21", "1e+21"
+    )
+
+
 # -- our own records, in the reference's order (docs/interop.md, rule 2) --------------
 
 
