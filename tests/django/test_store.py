@@ -3,6 +3,7 @@ cost flat as the history grows (DESIGN §4, §6)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -15,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
+from deuz_django.core.durable.codec import deserialize_checkpoint, serialize_checkpoint
 from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
@@ -212,6 +214,23 @@ def test_a_sub_millisecond_checkpoint_time_round_trips() -> None:
     loaded = DjangoSessionStore().load("run-clock")
     assert loaded is not None
     assert loaded.to_json() == precise.to_json()
+
+
+@pytest.mark.django_db
+def test_messages_and_usage_keep_what_they_were_read_with() -> None:
+    # docs/interop.md rule 4: a newer reference's message key and usage counter survive
+    # the tables, as the message rows and the usage column hold what was read.
+    text = serialize_checkpoint(make_checkpoint("run-newer"))
+    data = json.loads(text)
+    data["messages"][0]["name"] = "bob"
+    data["usage"]["videoTokens"] = 4
+    read = deserialize_checkpoint(json.dumps(data))
+    DjangoSessionStore().save(read)
+    loaded = DjangoSessionStore().load("run-newer")
+    assert loaded is not None
+    written = json.loads(serialize_checkpoint(loaded))
+    assert written["messages"][0]["name"] == "bob"
+    assert written["usage"]["videoTokens"] == 4
 
 
 def pending(run_id: str, *ids: str) -> tuple[ToolApprovalRequest, ...]:
