@@ -126,6 +126,13 @@ def _provider(model: LanguageModel) -> str:
     return str(getattr(model, "provider", None) or type(model).__name__)
 
 
+async def _close(iterator: AsyncIterator[Any]) -> None:
+    """Close the wrapped generator now, as closing it unwrapped would (not at GC)."""
+    closer = getattr(iterator, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
 def _traceparent(span: Span) -> str:
     carrier: dict[str, str] = {}
     TraceContextTextMapPropagator().inject(carrier, trace.set_span_in_context(span))
@@ -220,10 +227,13 @@ async def _invoke_agent(
                 _fail(span, part.error)
                 span.set_attribute("deuz.run.status", "failed")
             yield part
+    except GeneratorExit:  # the consumer stopped reading: not a failure
+        raise
     except BaseException as exc:
         _fail(span, exc)
         raise
     finally:
+        await _close(parts)
         span.end()
 
 
@@ -249,10 +259,13 @@ async def _step(parts: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
                 span.set_attribute("deuz.step.finish_reason", part.finish_reason)
                 _usage(span, part.usage)
             yield part
+    except GeneratorExit:  # the consumer stopped reading: not a failure
+        raise
     except BaseException as exc:
         _fail(span, exc)
         raise
     finally:
+        await _close(parts)
         span.end()
 
 
@@ -285,10 +298,13 @@ async def _chat(
                 )
                 _usage(span, event.usage)
             yield event
+    except GeneratorExit:  # the consumer stopped reading: not a failure
+        raise
     except BaseException as exc:
         _fail(span, exc)
         raise
     finally:
+        await _close(events)
         span.end()
 
 

@@ -3,16 +3,26 @@ span tree of a leg, one trace across a suspend and a resume, and nothing without
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from deuz_django.core import ModelError, Tool, agent_tool, generate_text, tool
+from deuz_django.core import (
+    ModelError,
+    StreamPart,
+    Tool,
+    agent_tool,
+    generate_text,
+    tool,
+    tracing,
+)
 from deuz_django.core.durable import (
     DurableSession,
     InMemorySessionStore,
     resume_from_checkpoint,
 )
+from deuz_django.core.parts import StepStartPart
 from deuz_django.core.testing import ScriptedModel, reply
 from deuz_django.core.tracing import record_approval, run_trace
 from tests.core.support import make_deps
@@ -230,3 +240,25 @@ async def test_without_a_tracer_provider_a_run_records_nothing() -> None:
         )
     assert not run.started
     assert run.traceparent == ""
+
+
+async def test_a_consumer_that_stops_reading_closes_the_leg_and_fails_nothing(
+    spans: Recorded,
+) -> None:
+    closed: list[str] = []
+
+    async def parts() -> AsyncIterator[StreamPart]:
+        try:
+            yield StepStartPart(0)
+            yield StepStartPart(1)
+        finally:
+            closed.append("inner")
+
+    traced = tracing.step(parts())
+    assert isinstance(await anext(traced), StepStartPart)
+    await traced.aclose()
+
+    assert closed == ["inner"]  # at once, as closing the unwrapped stream would
+    step = one(spans.spans(), "step")
+    assert step.status == "UNSET"
+    assert step.attributes == {"deuz.step.index": 0}
