@@ -19,7 +19,7 @@ from django.db import transaction
 
 from . import leases
 from .blocking import with_django_threads
-from .core import AbortController, Deps, StreamPart
+from .core import AbortController, Deps, StreamPart, tracing
 from .core.durable import resume_stream_from_checkpoint
 from .core.generate import StreamChatResult
 from .exceptions import LeaseLost, RunNotFound, RunNotResumable
@@ -86,10 +86,13 @@ def gather_verdicts(
     return run, verdicts
 
 
-def _prepare(run_id: str) -> tuple[AgentSpec, list[dict[str, Any]], float | None]:
-    """The agent, the verdicts the leg settles with, and the token age they pass at."""
+def _prepare(
+    run_id: str,
+) -> tuple[Run, AgentSpec, list[dict[str, Any]], float | None]:
+    """The run, its agent, the verdicts the leg settles with, and the token age they
+    pass at."""
     run, verdicts = gather_verdicts(run_id)
-    return load_agent(run.agent), verdicts, settle_max_age_ms(verdicts, run)
+    return run, load_agent(run.agent), verdicts, settle_max_age_ms(verdicts, run)
 
 
 async def _keep_lease(lease: Lease, controller: AbortController) -> None:
@@ -133,10 +136,16 @@ async def _drain(
     run_id: str,
     stream: LegStream | None,
     observer: PartObserver | None,
+    trace: tracing.RunTrace,
 ) -> None:
     """Pull every part into the journal, then to ``observer``; a failing observer is
-    logged and dropped, never the leg. The leg runs in this task (``drive``)."""
+    logged and dropped, never the leg. The leg runs in this task (``drive``). Once the
+    run's first leg started its trace, the trace context is stored for later legs."""
+    untraced = not trace.traceparent
     async for part in leg.drive():
+        if untraced and trace.started:
+            untraced = False
+            await sync_to_async(_store_trace)(run_id, trace.traceparent)
         if stream is not None:
             stream.add(part)
         if observer is None:
@@ -174,7 +183,7 @@ async def run_leg(
     controller = controller or AbortController()
     renewer = asyncio.ensure_future(_keep_lease(lease, controller))
     try:
-        spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
+        run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
         options = spec.call_options()
         options["deps"] = with_django_threads(
             options.get("deps") or Deps(logger=logger)
@@ -189,8 +198,12 @@ async def run_leg(
         leg = resume_stream_from_checkpoint(store, run_id, **options)
         stream = await _open_stream(lease, controller)
         # The leg runs in a task of its own, shielded: cancelling the caller aborts the
-        # leg cooperatively instead of tearing it down mid-tool.
-        draining = asyncio.ensure_future(_drain(leg, run_id, stream, observer))
+        # leg cooperatively instead of tearing it down mid-tool. The task starts inside
+        # the run's trace, so its spans join the trace of the run's earlier legs.
+        with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
+            draining = asyncio.ensure_future(
+                _drain(leg, run_id, stream, observer, trace)
+            )
         try:
             await asyncio.shield(draining)
         except asyncio.CancelledError:
@@ -224,6 +237,16 @@ async def _close_stream(stream: LegStream) -> None:
         logger.exception(
             "deuz: closing the stream journal of run %s failed", stream.run_id
         )
+
+
+def _store_trace(run_id: str, traceparent: str) -> None:
+    """Keep the trace the run's first leg started; a failure costs the trace, not the leg."""
+    try:
+        Run.objects.filter(run_id=run_id, trace_context="").update(
+            trace_context=traceparent
+        )
+    except Exception:
+        logger.exception("deuz: storing the trace context of run %s failed", run_id)
 
 
 def _record_error(lease: Lease, error: str) -> None:

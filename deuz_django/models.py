@@ -83,6 +83,9 @@ class Run(models.Model):
     checkpoint_created_at = models.FloatField(default=0)  # ms, the loop's clock
     message_count = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # The run's trace, as a W3C ``traceparent`` (version 00), stored by its first leg when
+    # OpenTelemetry records spans; every later leg joins it (deuz_django.core.tracing).
+    trace_context = models.CharField(max_length=55, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)

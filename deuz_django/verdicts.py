@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from .conf import deuz_settings
+from .core import tracing
 from .core.durable import ApprovalSigner, create_approval_signer, token_problem
 from .core.durable.codec import decode_json
 from .core.exceptions import DeuzError
@@ -221,7 +222,42 @@ def record_verdict(
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
         )
+    trace_verdict(approval)
     return Decision(approval, run_ready=not current_pending(approval.run).exists())
+
+
+def trace_verdict(approval: Approval) -> None:
+    """The wait for a recorded verdict as an ``await_approval {tool}`` span in the run's
+    trace, from the request to the verdict, naming who decided (a no-op unless
+    OpenTelemetry records spans). Recorded here, where every verdict is written — by a
+    person, an operator, an expiry or a resume that denies what is undecided — so the wait
+    shows up when it ends, not only once the run resumes."""
+    assert approval.decided_at is not None
+    if approval.operator:
+        decider = {"kind": "operator", "operator": approval.operator}
+    elif approval.decided_by is not None:
+        decider = {
+            "kind": "user",
+            "user.id": str(approval.decided_by.pk),
+            "user.name": str(approval.decided_by.get_username()),
+        }
+    else:
+        decider = {"kind": "system"}
+    tracing.record_approval(
+        approval.run.trace_context,
+        tool_name=approval.tool_name,
+        tool_call_id=approval.tool_call_id,
+        approval_id=approval.approval_id,
+        status=approval.status,
+        requested_at_ns=_ns(approval.created_at),
+        decided_at_ns=_ns(approval.decided_at),
+        decider=decider,
+        reason=approval.reason,
+    )
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp()) * 10**9 + moment.microsecond * 1000
 
 
 def pending_ids(run: Run) -> list[str]:
@@ -268,13 +304,17 @@ def collect_verdicts(
     for row in rows.values():
         if row.is_pending:
             expired = is_expired(row, now)
-            Approval.objects.filter(pk=row.pk, status=ApprovalStatus.PENDING).update(
+            updated = Approval.objects.filter(
+                pk=row.pk, status=ApprovalStatus.PENDING
+            ).update(
                 status=ApprovalStatus.EXPIRED if expired else ApprovalStatus.DENIED,
                 reason=EXPIRED_REASON if expired else RESUMED_WITHOUT_VERDICT,
                 decided_by=None if expired else _user_or_none(user),
                 decided_at=now,
             )
             row.refresh_from_db()  # a verdict recorded concurrently wins
+            if updated:
+                trace_verdict(row)
     verdicts: list[dict[str, Any]] = []
     for approval_id in ids:
         row = rows.get(approval_id)

@@ -34,3 +34,9 @@ DEUZ = {
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A subprocess started with DEUZ_TEST_SPAN_FILE exports its spans there (tests/spans.py).
+if os.environ.get("DEUZ_TEST_SPAN_FILE"):
+    from tests.spans import install_file_exporter
+
+    install_file_exporter(os.environ["DEUZ_TEST_SPAN_FILE"])

@@ -105,7 +105,8 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("call"), ordering="tool_name")
     def call(self, obj: Approval) -> str:
-        """The tool, the call's id and — for a sub-agent's call — the asking agent."""
+        """The tool, the call's id, the MCP server that serves the tool (if one does)
+        and — for a sub-agent's call — the asking agent."""
         via = (
             format_html(
                 '<br><span class="deuz-muted">{}</span>',
@@ -115,9 +116,10 @@ class ApprovalAdmin(ReadOnlyAdmin):
             else ""
         )
         return format_html(
-            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}',
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}{}',
             obj.tool_name,
             obj.approval_id,
+            display.mcp_origin(obj),
             via,
         )
 
@@ -183,9 +185,10 @@ class ApprovalAdmin(ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("tool"))
     def tool(self, obj: Approval) -> str:
         return format_html(
-            '<strong>{}</strong> <code class="deuz-muted">{}</code>',
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}',
             obj.tool_name,
             obj.approval_id,
+            display.mcp_origin(obj),
         )
 
     @admin.display(description=gettext_lazy("input"))

@@ -15,8 +15,11 @@ from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext as _
 
+from ..core.exceptions import DeuzError
+from ..core.mcp import MCPTool
 from ..core.usage import Usage
 from ..models import Approval, Run
+from ..permissions import approval_tool
 from ..registry import agent_pricer
 from ..transcript import compact, pretty
 from ..verdicts import expiry_cutoff, is_expired
@@ -112,3 +115,20 @@ def run_cost(run: Run) -> float | None:
 def cost_label(run: Run) -> str:
     cost = run_cost(run)
     return EMPTY if cost is None else f"${cost:,.4f}"
+
+
+def mcp_origin(approval: Approval) -> SafeString | str:
+    """For a call of an MCP tool, the server that serves it and the tool's own name
+    there (``""`` for other tools, or when the agent's tools cannot be read now)."""
+    try:
+        tool = approval_tool(approval)
+    except DeuzError:
+        return ""
+    if not isinstance(tool, MCPTool):
+        return ""
+    return format_html(
+        '<br><span class="deuz-muted">{} <strong>{}</strong> · <code>{}</code></span>',
+        _("MCP server"),
+        tool.server,
+        tool.remote_name,
+    )

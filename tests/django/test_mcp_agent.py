@@ -1,6 +1,6 @@
 """An agent with MCP tools through the run service: a gated MCP call suspends the run, its
-approval row names the server's tool, and an approved resume calls the server (a denied
-one never does)."""
+approval row names the server's tool (and the admin's approval queue the server), and an
+approved resume calls the server (a denied one never does)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.test import override_settings
+from django.test import Client, override_settings
+from django.urls import reverse
+from django.utils.html import strip_tags
 
 from deuz_django import services
 from deuz_django.core.mcp import MCPTool
 from deuz_django.permissions import approval_tool, decide_refusal
 
+from .admin_support import APPROVER, QUEUE
+from .admin_support import suspended_run as gated_run
 from .agents import TOOL_PERMISSION
 from .mcp_agents import EFFECTS
 from .run_support import PROMPT, approval, tool_results
@@ -106,3 +110,25 @@ def test_a_denied_mcp_call_never_reaches_the_server(
     assert outcome.status == "completed", outcome
     assert server_effects() == []
     assert tool_results(run)["m1"] == ("Tool call denied. Reason: Keep it.", True)
+
+
+def test_the_approval_queue_names_the_mcp_server_of_a_call(
+    client: Client, make_user: Callable[..., Any]
+) -> None:
+    mcp_call = approval(suspended_run(make_user("ann")), "files__delete_file")
+    gated_run(make_user("bob"))  # refund and send_email: tools of the agent's own
+    client.force_login(make_user("fin", *APPROVER, staff=True))
+
+    queue = client.get(QUEUE)
+
+    rows = {
+        row.tool_name: strip_tags(queue.context["cl"].model_admin.call(row))
+        for row in queue.context["cl"].result_list
+    }
+    assert rows["files__delete_file"] == (
+        f"files__delete_file {mcp_call.approval_id}MCP server files · delete_file"
+    )
+    assert "MCP server" not in rows["refund"]
+    assert "MCP server <strong>files</strong>" in queue.content.decode()
+    page = client.get(reverse("admin:deuz_django_approval_change", args=[mcp_call.pk]))
+    assert "MCP server <strong>files</strong>" in page.content.decode()

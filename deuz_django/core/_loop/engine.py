@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
+from .. import tracing
 from .._awaitable import resolve
 from ..approvals import ToolApprovalRequest
 from ..durable._checkpointer import (
@@ -76,8 +77,17 @@ class LoopRun:
 
     # -- public ---------------------------------------------------------------------------
 
-    async def stream(self) -> AsyncIterator[StreamPart]:
+    def stream(self) -> AsyncIterator[StreamPart]:
         """The leg's canonical parts; a failure becomes a final ``error`` part (R3.22)."""
+        return tracing.invoke_agent(
+            self._stream(),
+            model=self.options.model,
+            run_id=self.run_id,
+            agent_path=self.options.agent_path,
+            resumed=self.options.resume_source is not None,
+        )
+
+    async def _stream(self) -> AsyncIterator[StreamPart]:
         try:
             async for part in self._drive():
                 yield part
@@ -120,7 +130,7 @@ class LoopRun:
                 yield part
         while not self._ended:
             abortable.check(self.options.signal)
-            async for part in self._step():
+            async for part in tracing.step(self._step()):
                 yield part
 
     async def _start_session(self) -> None:
@@ -157,8 +167,9 @@ class LoopRun:
         signal = self.options.signal
         request = ModelRequest(messages=self.leg.history, signal=signal)
         try:
-            async for event in abortable.model_events(
-                self.options.model, request, signal
+            async for event in tracing.chat(
+                abortable.model_events(self.options.model, request, signal),
+                self.options.model,
             ):
                 for part in turn.add(event):
                     yield part
@@ -204,8 +215,8 @@ class LoopRun:
         model, request = await self._prepare(step_index)
         turn = Turn()
         try:
-            async for event in abortable.model_events(
-                model, request, self.options.signal
+            async for event in tracing.chat(
+                abortable.model_events(model, request, self.options.signal), model
             ):
                 for part in turn.add(event):
                     yield part

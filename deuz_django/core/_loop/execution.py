@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .. import tracing
 from ..abort import AbortController, AbortSignal, any_signal
 from ..approvals import ToolApprovalRequest
 from ..deps import Deps
@@ -163,8 +164,11 @@ async def run_batch(
             next_index += 1
             call = calls[index]
             try:
-                results[index] = await run_one(
-                    call, tools, denials, make_context(call), deps
+                results[index] = await tracing.execute_tool(
+                    call,
+                    run_one(call, tools, denials, make_context(call), deps),
+                    tool=tools.get(call.tool_name),
+                    suspension=SubAgentSuspension,
                 )
             except SubAgentSuspension as suspension:
                 suspensions[index] = suspension

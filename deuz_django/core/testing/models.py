@@ -104,6 +104,8 @@ class FunctionModel:
     request it received.
     """
 
+    provider = "scripted"  # what traces name as ``gen_ai.provider.name``
+
     def __init__(
         self,
         respond: Callable[[ModelRequest], ScriptedReply],
