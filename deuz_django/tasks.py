@@ -21,7 +21,7 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 from django.tasks import task
 
-from . import leases
+from . import draining, leases
 from .legs import LegOutcome, run_leg
 from .store import Lease
 
@@ -29,6 +29,7 @@ from .store import Lease
 @task
 def run_claimed_leg_task(run_id: str, owner: str, generation: int) -> dict[str, Any]:
     """Run the leg of a claimed run under the lease handed over (its JSON outcome)."""
+    draining.install()  # a worker's SIGTERM lets this leg reach a boundary first
     return async_to_sync(_run_claimed_leg)(Lease(run_id, owner, generation))
 
 
