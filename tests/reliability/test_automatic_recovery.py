@@ -125,7 +125,9 @@ def test_a_journal_left_open_by_a_dead_process_is_closed_for_its_readers() -> No
     assert recovery.sweep().journals_closed == []  # once
 
 
-def test_a_finished_leg_leaves_no_journal_open(effects: Callable[[], list[str]]) -> None:
+def test_a_finished_leg_leaves_no_journal_open(
+    effects: Callable[[], list[str]],
+) -> None:
     run = services.start_run(agent="scripted", messages=PROMPT)
     services.resume_run(run.run_id)
     run.refresh_from_db()
