@@ -60,9 +60,8 @@ class Continuation:
             return self.leg.result()
         if self.task is not None and self.task.is_finished:
             value = self.task.return_value
-            if (
-                value and value.get("status") != "busy"
-            ):  # busy: the claim was taken over
+            # busy: the claim was taken over; stopping: the worker left it to another
+            if value and value.get("status") not in ("busy", "stopping"):
                 return LegOutcome.from_json(value)
         return None
 

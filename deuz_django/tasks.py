@@ -34,6 +34,9 @@ def run_claimed_leg_task(run_id: str, owner: str, generation: int) -> dict[str, 
 
 
 async def _run_claimed_leg(lease: Lease) -> dict[str, Any]:
+    if draining.stopping():  # this worker is shutting down: leave the run to another
+        await sync_to_async(leases.release)(lease)
+        return {"runId": lease.run_id, "status": "stopping"}
     if not await sync_to_async(leases.renew)(lease):
         return {"runId": lease.run_id, "status": "busy"}
     outcome: LegOutcome = await run_leg(lease)

@@ -157,6 +157,7 @@ def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
     monkeypatch.delenv("DEUZ_TEST_SLOW_SECONDS", raising=False)
     worker = start_manage(
         "db_worker",
+        "--no-reload",
         "--no-startup-delay",
         "--interval",
         "0.1",
