@@ -10,6 +10,7 @@ class DeuzConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks as deuz_checks
+        from . import recovery
         from .conf import reload_on_setting_changed
         from .registry import forget_agents_on_setting_changed
 
@@ -17,3 +18,5 @@ class DeuzConfig(AppConfig):
             checks.register(check, "deuz_django")
         setting_changed.connect(reload_on_setting_changed)
         setting_changed.connect(forget_agents_on_setting_changed)
+        if recovery.serving():  # a server or a tasks worker heals runs by itself
+            recovery.start_sweeper()

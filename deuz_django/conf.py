@@ -30,6 +30,14 @@ DEFAULTS: dict[str, Any] = {
     "STREAM_STORE": "deuz_django.journal.DatabaseJournal",
     # Where RedisJournal keeps its lists (when STREAM_STORE is deuz_django.journal.RedisJournal).
     "STREAM_REDIS_URL": "redis://127.0.0.1:6379/0",
+    # Seconds between automatic recovery sweeps in servers and workers; None turns them off.
+    "RECOVERY_INTERVAL": 15,
+    # Recovery attempts per run before it is marked failed (its error shows in the admin).
+    "RECOVERY_MAX_ATTEMPTS": 5,
+    # Seconds before the second attempt; each further attempt waits twice as long.
+    "RECOVERY_BACKOFF": 5,
+    # Seconds a stopping process (SIGTERM) lets its legs reach their next boundary.
+    "SHUTDOWN_GRACE_SECONDS": 10,
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
 }

@@ -26,7 +26,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
-from . import leases
+from . import draining, leases
 from .core import AbortController
 from .exceptions import NotPermitted, RunBusy, RunNotResumable
 from .legs import LegOutcome, PartObserver, gather_verdicts, run_leg
@@ -39,6 +39,7 @@ from .tasks import enqueue_claimed_leg
 logger = logging.getLogger("deuz_django")
 
 _running: dict[str, asyncio.Task[LegOutcome]] = {}  # legs this process runs right now
+_home_loop: asyncio.AbstractEventLoop | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +60,8 @@ class Continuation:
             return self.leg.result()
         if self.task is not None and self.task.is_finished:
             value = self.task.return_value
-            if (
-                value and value.get("status") != "busy"
-            ):  # busy: the claim was taken over
+            # busy: the claim was taken over; stopping: the worker left it to another
+            if value and value.get("status") not in ("busy", "stopping"):
                 return LegOutcome.from_json(value)
         return None
 
@@ -128,17 +128,39 @@ async def acontinue_run(
     ``observer`` (every canonical part, after it was journaled) and ``controller`` (to
     abort the leg) apply to a leg run here.
     """
+    if in_process:
+        draining.refuse_if_stopping(run_id)
     lease = await sync_to_async(claim)(run_id, user=user, deny_remaining=deny_remaining)
     if not in_process:
         return Continuation(
             run_id, task=await sync_to_async(enqueue_claimed_leg)(lease)
         )
+    return run_here(lease, observer=observer, controller=controller)
+
+
+def run_here(
+    lease: Lease,
+    *,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Start the leg of a claimed run as a task of the running event loop."""
+    global _home_loop
+    _home_loop = asyncio.get_running_loop()
+    run_id = lease.run_id
     leg = asyncio.ensure_future(
         run_leg(lease, observer=observer, controller=controller)
     )
     _running[run_id] = leg
     leg.add_done_callback(lambda done: _forget(run_id, done))
     return Continuation(run_id, leg=leg)
+
+
+def home_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop this process runs legs on (a server's), if any: where
+    recovery continues runs too, beside the readers that follow them."""
+    loop = _home_loop
+    return loop if loop is not None and loop.is_running() else None
 
 
 def continue_run(

@@ -7,6 +7,7 @@ The hierarchy::
     ├── RunNotFound          no such run, or one the user may not see (REST: 404)
     ├── RunExists            a run with the caller-chosen id exists already (409)
     ├── RunBusy              another leg holds the run's lease (409)
+    │   └── ProcessStopping  this process is shutting down (SIGTERM); another continues
     ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
     ├── ApprovalNotFound     no such approval on that run (400)
     ├── ApprovalAlreadyDecided  a decided approval never changes again (409)
@@ -14,6 +15,7 @@ The hierarchy::
     │   └── ApprovalExpired  the approval is older than ``APPROVAL_MAX_AGE`` (400; recorded
     │                        as expired by the surfaces that decide one call at a time)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
+    ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
     NotPermitted (PermissionDenied)  the user may not do this (403)
 """
@@ -43,6 +45,20 @@ class RunBusy(DeuzError):
         self.run_id = run_id
 
 
+class ProcessStopping(RunBusy):
+    """Why a leg stopped at a boundary, and why no new leg starts, while this process
+    shuts down: the run is left (lease released) for another process to continue."""
+
+    code = "process_stopping"
+
+    def __init__(self, run_id: str) -> None:
+        DeuzError.__init__(
+            self,
+            f"This process is shutting down; run '{run_id}' continues in another one.",
+        )
+        self.run_id = run_id
+
+
 class RunNotResumable(DeuzError):
     code = "run_not_resumable"
 
@@ -65,6 +81,13 @@ class ApprovalExpired(InvalidVerdict):
 
 class LeaseLost(DeuzError):
     code = "lease_lost"
+
+
+class CheckpointSaveFailed(DeuzError):
+    """A checkpoint save failed: the leg stops there, so no tool runs with nothing durable
+    recorded, and recovery continues the run from its last saved boundary."""
+
+    code = "checkpoint_save_failed"
 
 
 class UnknownAgent(DeuzError, LookupError):

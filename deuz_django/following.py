@@ -46,7 +46,9 @@ async def follow(
     """
     journal = get_journal()
     with feed.reading(run_id):
-        quiet_since = checked_at = time.monotonic()
+        # A reader that starts (or reconnects) to a silent run checks it at once: the
+        # process that ran it may have just handed it over (a deploy).
+        quiet_since = checked_at = time.monotonic() - CONTINUE_AFTER_SECONDS
         while True:
             records = feed.recent(run_id, cursor)
             if records is None:

@@ -11,6 +11,7 @@ import os
 import socket
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.db.models import F, Q
 from django.utils import timezone
@@ -76,7 +77,8 @@ def renew(lease: Lease) -> bool:
     )
 
 
-def release(lease: Lease) -> None:
+def release(lease: Lease, **changes: Any) -> None:
+    """Give the lease up (with ``changes`` to the run row, in the same update)."""
     Run.objects.filter(
         run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    ).update(lease_owner="", lease_expires_at=None)
+    ).update(lease_owner="", lease_expires_at=None, **changes)

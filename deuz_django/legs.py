@@ -15,14 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.utils import timezone
 
-from . import leases
+from . import draining, leases
 from .blocking import with_django_threads
+from .connections import discard_if_broken
 from .core import AbortController, Deps, StreamPart, tracing
 from .core.durable import resume_stream_from_checkpoint
 from .core.generate import StreamChatResult
-from .exceptions import LeaseLost, RunNotFound, RunNotResumable
+from .exceptions import (
+    CheckpointSaveFailed,
+    LeaseLost,
+    ProcessStopping,
+    RunNotFound,
+    RunNotResumable,
+)
 from .live import LegStream
 from .models import Run, RunStatus
 from .registry import AgentSpec, load_agent
@@ -121,8 +129,11 @@ async def _keep_lease(lease: Lease, controller: AbortController) -> None:
 
 async def _open_stream(lease: Lease, controller: AbortController) -> LegStream | None:
     """The leg's journal and cancel listener; a journal that cannot open is logged, and
-    the leg runs without it (a run never depends on its readers)."""
+    the leg runs without it (a run never depends on its readers). The run is marked
+    ``journal_open`` until the leg's end is journaled, so that if this process dies
+    first, recovery closes the journal for the readers."""
     try:
+        await _database(_mark_journal_open, lease)
         return await LegStream.open(lease.run_id, controller, fence=lease)
     except Exception:
         logger.exception(
@@ -178,65 +189,143 @@ async def run_leg(
     controller: AbortController | None = None,
 ) -> LegOutcome:
     """The leg itself, under ``lease`` (a claim's: the verdicts are gathered already),
-    which it renews while it runs and releases after."""
+    which it renews while it runs and releases after.
+
+    A checkpoint save that fails stops the leg at once (nothing more runs with nothing
+    durable recorded) and leaves the run to recovery; so does a shutdown (SIGTERM), at the
+    leg's next boundary. Either way the lease is released for another process.
+    """
     run_id = lease.run_id
     controller = controller or AbortController()
+    draining.install()
     renewer = asyncio.ensure_future(_keep_lease(lease, controller))
+    released: dict[str, Any] = {}
     try:
-        run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
-        options = spec.call_options()
-        options["deps"] = with_django_threads(
-            options.get("deps") or Deps(logger=logger)
-        )
-        options.update(
-            approval_responses=verdicts,
-            approval_signer=approval_signer(),
-            approval_max_age_ms=max_age_ms,
-            signal=controller.signal,
-        )
-        store = DjangoSessionStore(lease=lease, on_lease_lost=controller.abort)
-        leg = resume_stream_from_checkpoint(store, run_id, **options)
-        stream = await _open_stream(lease, controller)
-        # The leg runs in a task of its own, shielded: cancelling the caller aborts the
-        # leg cooperatively instead of tearing it down mid-tool. The task starts inside
-        # the run's trace, so its spans join the trace of the run's earlier legs.
-        with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
-            draining = asyncio.ensure_future(
-                _drain(leg, run_id, stream, observer, trace)
-            )
-        try:
-            await asyncio.shield(draining)
-        except asyncio.CancelledError:
-            await _finish_after_cancel(draining, controller)
-            raise
-        finally:
-            if stream is not None:
-                await _close_stream(stream)
+        with draining.leg_running(run_id, controller):
+            run, leg, stream = await _start(lease, controller)
+            # The leg's task starts inside the run's trace, so its spans join the
+            # trace of the run's earlier legs.
+            with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
+                draining_task = asyncio.ensure_future(
+                    _drain(leg, run_id, stream, observer, trace)
+                )
+            try:
+                # The leg runs in a task of its own, shielded: cancelling the caller
+                # aborts the leg cooperatively instead of tearing it down mid-tool.
+                await asyncio.shield(draining_task)
+            except asyncio.CancelledError:
+                await _finish_after_cancel(draining_task, controller)
+                raise
+            finally:
+                if stream is not None and await _close_stream(stream):
+                    released["journal_open"] = False
         error: str | None = None
         finish_reason: str | None = None
         try:
             finish_reason = (await leg.result()).finish_reason
         except Exception as exc:
             error = str(exc) or type(exc).__name__
-        if isinstance(controller.signal.reason, LeaseLost):
-            error = str(controller.signal.reason)
+        reason = controller.signal.reason
+        if isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
+            error = str(reason)
+        if isinstance(reason, CheckpointSaveFailed):
+            # The database may be back: recovery retries from the last saved boundary.
+            released.update(last_error=error[:2000], recover_after=timezone.now())
+        elif isinstance(reason, ProcessStopping):
+            pass  # handed over: another process continues the run at once
         elif error is not None or finish_reason == "aborted":
             # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
-            await sync_to_async(_record_error)(lease, error or ABORTED)
-        return await sync_to_async(_outcome)(run_id, finish_reason, error)
+            await _database(_record_error, lease, error or ABORTED)
+        elif reason is None:
+            released.update(recovery_attempts=0, recover_after=None)
+        return await _outcome_or_unknown(run_id, finish_reason, error)
     finally:
         renewer.cancel()
         await asyncio.gather(renewer, return_exceptions=True)
-        await sync_to_async(leases.release)(lease)
+        try:
+            await _database(leases.release, lease, **released)
+        except DatabaseError:
+            logger.exception(
+                "deuz: releasing the lease on run %s failed; it lapses", run_id
+            )
 
 
-async def _close_stream(stream: LegStream) -> None:
+async def _start(
+    lease: Lease, controller: AbortController
+) -> tuple[Run, StreamChatResult, LegStream | None]:
+    """The run, its leg from the latest checkpoint, and the leg's stream journal."""
+    run_id = lease.run_id
+    run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
+    options = spec.call_options()
+    options["deps"] = with_django_threads(options.get("deps") or Deps(logger=logger))
+    options.update(
+        approval_responses=verdicts,
+        approval_signer=approval_signer(),
+        approval_max_age_ms=max_age_ms,
+        signal=controller.signal,
+    )
+
+    def save_failed(error: BaseException) -> None:
+        controller.abort(CheckpointSaveFailed(f"A checkpoint save failed: {error}"))
+
+    store = DjangoSessionStore(
+        lease=lease,
+        on_lease_lost=controller.abort,
+        on_save_failed=save_failed,
+        on_saved=lambda: draining.stop_at_boundary(run_id, controller),
+    )
+    leg = resume_stream_from_checkpoint(store, run_id, **options)
+    return run, leg, await _open_stream(lease, controller)
+
+
+async def _database[T](function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function`` in the ORM's thread; a connection it found broken is discarded."""
+
+    def call() -> T:
+        try:
+            return function(*args, **kwargs)
+        except DatabaseError:
+            discard_if_broken()
+            raise
+
+    return await sync_to_async(call)()
+
+
+async def _outcome_or_unknown(
+    run_id: str, finish_reason: str | None, error: str | None
+) -> LegOutcome:
+    """How the leg ended; when the database cannot say (it went away after the last
+    save), the outcome says that instead of raising the driver's error."""
+    try:
+        return await _database(_outcome, run_id, finish_reason, error)
+    except DatabaseError as db_error:
+        logger.exception("deuz: reading how run %s's leg ended failed", run_id)
+        return LegOutcome(
+            run_id=run_id,
+            status="unknown",
+            finish_reason=finish_reason,
+            pending_approvals=0,
+            error=error
+            or f"The leg ended, but the database could not confirm it: {db_error}",
+        )
+
+
+async def _close_stream(stream: LegStream) -> bool:
+    """Journal the leg's end; ``False`` (logged) when that failed."""
     try:
         await stream.close()
     except Exception:
         logger.exception(
             "deuz: closing the stream journal of run %s failed", stream.run_id
         )
+        return False
+    return True
+
+
+def _mark_journal_open(lease: Lease) -> None:
+    Run.objects.filter(
+        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
+    ).update(journal_open=True)
 
 
 def _store_trace(run_id: str, traceparent: str) -> None:

@@ -94,8 +94,14 @@ class Feed:
 
     def wake(self, run_id: str) -> None:
         feed = self._runs.get(run_id)
-        if feed is not None and feed.changed is not None and not feed.changed.done():
-            feed.changed.set_result(None)
+        changed = feed.changed if feed is not None else None
+        if changed is None or changed.done():
+            return
+        loop = changed.get_loop()
+        if asyncio._get_running_loop() is loop:
+            changed.set_result(None)
+        else:  # a leg on another thread's loop (a recovery sweep's) wakes this reader
+            loop.call_soon_threadsafe(_settle, changed)
 
     def recent(self, run_id: str, after: int) -> list[Record] | None:
         """Records after ``after`` from memory, or ``None`` when memory cannot say.
@@ -145,6 +151,11 @@ class Feed:
         feed = self._runs.get(run_id)
         if feed is not None and not feed.writing and feed.readers <= 0:
             del self._runs[run_id]
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 feed = Feed()

@@ -86,6 +86,12 @@ class Run(models.Model):
     # The run's trace, as a W3C ``traceparent`` (version 00), stored by its first leg when
     # OpenTelemetry records spans; every later leg joins it (deuz_django.core.tracing).
     trace_context = models.CharField(max_length=55, blank=True)
+    # Automatic recovery (deuz_django.recovery): attempts since the last leg that ended
+    # cleanly, and when the next may start (set after a failure recovery should retry).
+    recovery_attempts = models.PositiveSmallIntegerField(default=0)
+    recover_after = models.DateTimeField(null=True, blank=True)
+    # A leg opened the stream journal and has not closed it yet (readers wait for "done").
+    journal_open = models.BooleanField(default=False)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)
@@ -116,6 +122,12 @@ class Run(models.Model):
                 fields=["created_at"],
                 condition=Q(parent__isnull=True) & ~Q(last_error=""),
                 name="deuz_run_root_failed_created",
+            ),
+            # The recovery sweep's journals left open by a dead process.
+            models.Index(
+                fields=["updated_at"],
+                condition=Q(journal_open=True),
+                name="deuz_run_journal_open",
             ),
         ]
 

@@ -228,13 +228,17 @@ resume_run = async_to_sync(aresume_run)
 # -- recovering -----------------------------------------------------------------------------
 
 
-def recoverable_runs(older_than: float, *, run_id: str | None = None) -> list[str]:
+def recoverable_runs(
+    older_than: float, *, run_id: str | None = None, due: bool = False
+) -> list[str]:
     """Root runs a dead process left behind, oldest first: mid-run with a lapsed lease, or
     suspended on approvals that are all decided (or too old to decide) but never resumed.
 
     A run whose last leg failed or was aborted is not recovered (it would fail again);
-    ``deuz resume`` continues it explicitly. ``run_id`` asks about that one run (the
-    WebSocket consumer's crash continuation).
+    ``deuz resume`` continues it explicitly — unless the failure is one recovery retries
+    (a checkpoint save failed: ``recover_after`` is set). ``due`` keeps only the runs
+    whose backoff has passed (the automatic sweep; operators and readers do not wait).
+    ``run_id`` asks about that one run (a reader's crash continuation).
     """
     now = timezone.now()
     idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
@@ -244,7 +248,13 @@ def recoverable_runs(older_than: float, *, run_id: str | None = None) -> list[st
     candidates = Run.objects.roots().filter(idle, lease_free).order_by("updated_at")
     if run_id is not None:
         candidates = candidates.filter(run_id=run_id)
-    running = candidates.filter(status=RunStatus.RUNNING, last_error="")
+    if due:
+        candidates = candidates.filter(
+            Q(recover_after=None) | Q(recover_after__lte=now)
+        )
+    running = candidates.filter(status=RunStatus.RUNNING).filter(
+        Q(last_error="") | Q(recover_after__isnull=False)
+    )
     undecided = Approval.objects.filter(
         run=OuterRef("pk"), status=ApprovalStatus.PENDING
     )

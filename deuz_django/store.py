@@ -26,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .connections import discard_if_broken
 from .core import Message
 from .core.approvals import ToolApprovalRequest
 from .core.durable import (
@@ -88,9 +89,13 @@ class DjangoSessionStore:
         *,
         lease: Lease | None = None,
         on_lease_lost: Callable[[BaseException], None] | None = None,
+        on_save_failed: Callable[[BaseException], None] | None = None,
+        on_saved: Callable[[], None] | None = None,
     ) -> None:
         self.lease = lease
         self.on_lease_lost = on_lease_lost
+        self.on_save_failed = on_save_failed
+        self.on_saved = on_saved
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -149,7 +154,25 @@ class DjangoSessionStore:
         )
 
     async def asave(self, checkpoint: AgentCheckpoint) -> None:
-        await sync_to_async(self.save)(checkpoint)
+        """:meth:`save`, telling the leg how it went: ``on_saved`` after a boundary is
+        stored, ``on_save_failed`` (with the error) when it is not, besides raising."""
+        try:
+            await sync_to_async(self._save_discarding_dead_connection)(checkpoint)
+        except LeaseLost:
+            raise
+        except Exception as error:
+            if self.on_save_failed is not None:
+                self.on_save_failed(error)
+            raise
+        if self.on_saved is not None:
+            self.on_saved()
+
+    def _save_discarding_dead_connection(self, checkpoint: AgentCheckpoint) -> None:
+        try:
+            self.save(checkpoint)
+        except DatabaseError:
+            discard_if_broken()
+            raise
 
     async def aload(self, run_id: str) -> AgentCheckpoint | None:
         return await sync_to_async(self.load)(run_id)

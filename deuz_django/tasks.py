@@ -21,7 +21,7 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 from django.tasks import task
 
-from . import leases
+from . import draining, leases
 from .legs import LegOutcome, run_leg
 from .store import Lease
 
@@ -29,10 +29,14 @@ from .store import Lease
 @task
 def run_claimed_leg_task(run_id: str, owner: str, generation: int) -> dict[str, Any]:
     """Run the leg of a claimed run under the lease handed over (its JSON outcome)."""
+    draining.install()  # a worker's SIGTERM lets this leg reach a boundary first
     return async_to_sync(_run_claimed_leg)(Lease(run_id, owner, generation))
 
 
 async def _run_claimed_leg(lease: Lease) -> dict[str, Any]:
+    if draining.stopping():  # this worker is shutting down: leave the run to another
+        await sync_to_async(leases.release)(lease)
+        return {"runId": lease.run_id, "status": "stopping"}
     if not await sync_to_async(leases.renew)(lease):
         return {"runId": lease.run_id, "status": "busy"}
     outcome: LegOutcome = await run_leg(lease)

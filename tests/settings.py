@@ -1,7 +1,9 @@
 """Test settings: the example project's, with the test agents registered.
 
 DATABASE_URL switches the database (SQLite by default); REDIS_URL the channel layer;
-DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one).
+DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one);
+DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers and workers a test
+starts (off otherwise), DEUZ_SHUTDOWN_GRACE their SIGTERM grace period.
 
 The test database is per process, and a file on SQLite (tests/django/databases.py).
 """
@@ -32,6 +34,13 @@ DEUZ = {
         "verbose": "tests.e2e.agents.verbose",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
+    # Servers and workers that tests start sweep only when a test asks them to.
+    "RECOVERY_INTERVAL": (
+        float(os.environ["DEUZ_RECOVERY_INTERVAL"])
+        if os.environ.get("DEUZ_RECOVERY_INTERVAL")
+        else None
+    ),
+    "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DEUZ_SHUTDOWN_GRACE", "10")),
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..conf import deuz_settings
 from ..models import Approval, ApprovalStatus, Run
 from ..permissions import decide_refusal
 from ..transcript import pretty, sections
@@ -113,9 +114,10 @@ class RunAdmin(ReadOnlyAdmin):
                 )
             },
         ),
-        (gettext_lazy("Last error"), {"fields": ("last_error",)}),
+        (gettext_lazy("Last error"), {"fields": ("last_error", "recovery")}),
     )
     readonly_fields = (
+        "recovery",
         "status_badge",
         "steps",
         "usage_summary",
@@ -150,9 +152,29 @@ class RunAdmin(ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: Run) -> str:
         badge = display.badge(obj.status, obj.get_status_display())
+        if obj.last_error and obj.recover_after is not None:
+            return format_html("{} {}", badge, display.badge("retrying", _("retrying")))
         if obj.last_error:
             return format_html("{} {}", badge, display.badge("failed", _("failed")))
         return badge
+
+    @admin.display(description=gettext_lazy("recovery"))
+    def recovery(self, obj: Run) -> str:
+        """Whether automatic recovery retries the run, and when (deuz_django.recovery)."""
+        limit = int(deuz_settings.RECOVERY_MAX_ATTEMPTS)
+        if obj.recover_after is not None:
+            return _(
+                "Retried automatically: attempt %(next)d of %(limit)d after %(at)s."
+            ) % {
+                "next": obj.recovery_attempts + 1,
+                "limit": limit,
+                "at": display.exact_time(obj.recover_after),
+            }
+        if obj.recovery_attempts:
+            return _("Not retried: %(count)d automatic attempts were made.") % {
+                "count": obj.recovery_attempts
+            }
+        return _("Not retried automatically: resume it when its cause is fixed.")
 
     @admin.display(description=gettext_lazy("pending"), ordering="pending_count")
     def pending(self, obj: Run) -> str:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import strip_tags
 
 from deuz_django import services
@@ -230,6 +231,44 @@ def test_the_run_page_shows_tool_errors_and_the_last_error(
     assert "Refund and email handled." in page
     assert "model timed out" in page
     assert "deuz-badge--failed" in page
+
+
+def test_a_failure_recovery_retries_shows_as_retrying_with_the_next_attempt(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    Run.objects.filter(pk=run.pk).update(
+        status="running",
+        last_error="A checkpoint save failed: the database went away",
+        recovery_attempts=1,
+        recover_after=timezone.now(),
+    )
+    client.force_login(make_user("root", superuser=True))
+
+    page = text(client.get(run_url(run)))
+
+    assert "A checkpoint save failed: the database went away" in page
+    assert "deuz-badge--retrying" in page
+    assert "deuz-badge--failed" not in page
+    assert "Retried automatically: attempt 2 of 5 after" in page
+
+
+def test_a_run_recovery_gave_up_on_shows_as_failed(
+    client: Client, make_user: MakeUser
+) -> None:
+    run = suspended_run(make_user("ann"))
+    Run.objects.filter(pk=run.pk).update(
+        status="running",
+        last_error="Recovery gave up after 5 attempts: its process stopped mid-leg",
+        recovery_attempts=5,
+    )
+    client.force_login(make_user("root", superuser=True))
+
+    page = text(client.get(run_url(run)))
+
+    assert "Recovery gave up after 5 attempts" in page
+    assert "deuz-badge--failed" in page
+    assert "Not retried: 5 automatic attempts were made." in page
 
 
 def test_the_run_page_shows_sub_agents_with_their_path(

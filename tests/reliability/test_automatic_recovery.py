@@ -1,0 +1,216 @@
+"""Runs heal without an operator: the recovery sweep continues runs a dead process left
+behind, backs off between attempts and gives up (marking the run failed) after
+``RECOVERY_MAX_ATTEMPTS``; it closes journals a dead process left open; and a real tasks
+worker does all that by itself, with no ``deuz recover`` (issue #12, item 6)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import override_settings
+from django.utils import timezone
+
+from deuz_django import recovery, services
+from deuz_django.journal import get_journal
+from deuz_django.models import Run
+from tests.django.agents import slow_agent_steps
+from tests.django.processes import start_manage, wait_until
+from tests.django.run_support import PROMPT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def abandon(run: Run, **fields: Any) -> None:
+    """As a process that died mid-leg leaves a run: a lapsed lease, idle for a while."""
+    long_ago = timezone.now() - timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(
+        lease_owner="dead-host:1:0",
+        lease_expires_at=long_ago,
+        updated_at=long_ago,
+        **fields,
+    )
+
+
+def test_the_sweep_continues_an_abandoned_run_and_a_clean_leg_resets_its_attempts(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    abandon(run)
+    report = recovery.sweep()
+    assert report.continued == [run.run_id]
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner) == ("completed", "")
+    assert (run.recovery_attempts, run.recover_after) == (0, None)
+    assert effects() == ["echo:hi"]
+
+
+def test_a_run_claimed_by_its_starter_is_not_swept() -> None:
+    """Idle for less than a lease length with no lease: its first leg is on its way."""
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    assert recovery.sweep().continued == []
+    run.refresh_from_db()
+    assert (run.status, run.recovery_attempts) == ("running", 0)
+
+
+@override_settings(
+    DEUZ={**__import__("django.conf").conf.settings.DEUZ, "RECOVERY_MAX_ATTEMPTS": 3}
+)
+def test_attempts_back_off_and_the_run_is_marked_failed_after_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    lost: list[str] = []
+    # Each recovered leg is lost (its worker dies before it runs): the lease lapses.
+    monkeypatch.setattr(
+        recovery, "enqueue_claimed_leg", lambda lease: lost.append(lease.run_id)
+    )
+    waits = []
+    for attempt in (1, 2, 3):
+        abandon(run)
+        Run.objects.filter(pk=run.pk).update(recover_after=None)
+        before = timezone.now()
+        assert recovery.sweep().continued == [run.run_id]
+        run.refresh_from_db()
+        assert run.recovery_attempts == attempt
+        assert run.recover_after is not None
+        waits.append(round((run.recover_after - before).total_seconds()))
+        abandon(run)  # not due yet: the backoff holds it back
+        assert recovery.sweep().continued == []
+    assert waits == [5, 10, 20]  # RECOVERY_BACKOFF doubling
+    assert lost == [run.run_id] * 3
+
+    abandon(run, recover_after=timezone.now() - timedelta(seconds=1))
+    report = recovery.sweep()
+    assert (report.continued, report.failed) == ([], [run.run_id])
+    run.refresh_from_db()
+    assert run.last_error == (
+        "Recovery gave up after 3 attempts: its process stopped mid-leg each time"
+    )
+    assert (run.status, run.lease_owner, run.recover_after) == ("running", "", None)
+    abandon(run)
+    assert services.recoverable_runs(0) == []  # failed: left for an explicit resume
+
+
+def test_a_journal_left_open_by_a_dead_process_is_closed_for_its_readers() -> None:
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    services.resume_run(run.run_id)
+    journal = get_journal()
+    last = async_to_sync(journal.last_seq)(run.run_id)
+    assert last is not None
+    # The process died after the final checkpoint, before journaling the leg's end.
+    async_to_sync(journal.delete)(run.run_id)
+    async_to_sync(journal.append)(
+        run.run_id, [(0, json.dumps({"type": "text-delta", "text": "All done."}))]
+    )
+    abandon(run, journal_open=True)
+    Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
+
+    report = recovery.sweep()
+    assert report.journals_closed == [run.run_id]
+    records = async_to_sync(journal.read)(run.run_id, -1, 100)
+    assert [json.loads(data)["type"] for _seq, data in records] == [
+        "text-delta",
+        "done",
+    ]
+    run.refresh_from_db()
+    assert (run.journal_open, run.lease_owner) == (False, "")
+    assert recovery.sweep().journals_closed == []  # once
+
+
+def test_a_finished_leg_leaves_no_journal_open(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+    assert (run.status, run.journal_open) == ("completed", False)
+
+
+def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
+    effects: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real ``db_worker`` process sweeps at start and every half second, and runs the
+    leg its sweep queued; the run a SIGKILLed leg left behind completes with no
+    ``deuz recover``."""
+    run = services.start_run(agent="slow", messages=PROMPT)
+    leg = start_manage(
+        "deuz",
+        "resume",
+        run.run_id,
+        DEUZ_LEASE_SECONDS="1",
+        DEUZ_TEST_SLOW_STEP="2",
+        DEUZ_TEST_SLOW_SECONDS="60",
+    )
+    try:
+        wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2")
+    finally:
+        os.kill(leg.pid, signal.SIGKILL)
+        leg.communicate()
+    monkeypatch.delenv("DEUZ_TEST_SLOW_SECONDS", raising=False)
+    worker = start_manage(
+        "db_worker",
+        "--no-reload",
+        "--no-startup-delay",
+        "--interval",
+        "0.1",
+        DEUZ_TASKS="db",  # the sweep queues the leg; this worker runs it
+        DEUZ_LEASE_SECONDS="1",
+        DEUZ_RECOVERY_INTERVAL="0.5",
+    )
+    try:
+        wait_until(
+            lambda: Run.objects.filter(run_id=run.run_id, status="completed").exists(),
+            "the worker to recover the run",
+        )
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.communicate(timeout=20)
+        except Exception:
+            worker.kill()
+            worker.communicate()
+    log = effects()
+    assert log.count("slow:1:end") == 1  # a completed step is never repeated
+    assert log.count("slow:2:end") == 1
+    assert log.count(f"slow:{slow_agent_steps}:end") == 1
+    run.refresh_from_db()
+    assert (run.recovery_attempts, run.lease_owner, run.journal_open) == (0, "", False)
+
+
+def test_a_server_process_is_serving_and_a_shell_is_not() -> None:
+    assert recovery.serving(["/venv/bin/daphne", "-p", "8000", "app:application"])
+    assert recovery.serving(["/venv/lib/python3.12/site-packages/daphne/__main__.py"])
+    assert recovery.serving(["manage.py", "db_worker"])
+    assert recovery.serving(["/venv/bin/celery", "-A", "proj", "worker"])
+    assert not recovery.serving(["/venv/bin/celery", "-A", "proj", "beat"])
+    assert not recovery.serving(["manage.py", "migrate"])
+    assert not recovery.serving(["manage.py", "runserver"])  # the reloader's parent
+    assert recovery.serving(["manage.py", "runserver", "--noreload"])
+    assert not recovery.serving([])
+
+
+def test_the_sweep_runs_on_a_servers_loop_when_it_has_one(
+    effects: Callable[[], list[str]],
+) -> None:
+    """A server that runs legs itself gets recovered legs on its own event loop."""
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    abandon(run)
+
+    async def on_this_loop() -> recovery.SweepReport:
+        report = await recovery.asweep()
+        from deuz_django.continuation import _running
+
+        await asyncio.gather(*_running.values())
+        return report
+
+    assert async_to_sync(on_this_loop)().continued == [run.run_id]
+    run.refresh_from_db()
+    assert run.status == "completed"

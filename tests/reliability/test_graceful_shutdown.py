@@ -1,0 +1,70 @@
+"""A tasks worker told to stop (SIGTERM, a deploy) lets its leg finish the tool it is in
+and save that boundary, then stops the leg there and releases the lease at once — so the
+next worker continues the run without waiting for the lease to lapse, and no completed
+step runs twice (issue #12, item 7; the daphne twin is tests/e2e/test_graceful_deploy.py).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+
+import pytest
+from django.test import override_settings
+
+from deuz_django import services
+from deuz_django.continuation import continue_run
+from deuz_django.models import Run
+from tests.django.agents import slow_agent_steps
+from tests.django.processes import start_manage, wait_until
+from tests.django.run_support import PROMPT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DB_TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+
+def db_worker(**env: str):  # type: ignore[no-untyped-def]
+    return start_manage(
+        "db_worker",
+        "--no-reload",
+        "--no-startup-delay",
+        "--interval",
+        "0.1",
+        DEUZ_TASKS="db",
+        **env,
+    )
+
+
+def test_a_stopping_worker_ends_its_leg_at_the_next_boundary_and_hands_the_run_over(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = services.start_run(agent="slow", messages=PROMPT)
+    with override_settings(TASKS=DB_TASKS):
+        continue_run(run.run_id, in_process=False)
+    worker = db_worker(DEUZ_TEST_SLOW_STEP="2", DEUZ_TEST_SLOW_SECONDS="1.5")
+    wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
+
+    worker.send_signal(signal.SIGTERM)
+    _out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+
+    log = effects()
+    assert log.count("slow:2:end") == 1, err  # the tool it was in finished...
+    assert "slow:3:start" not in log  # ...and the leg stopped at that boundary
+    run.refresh_from_db()
+    assert (run.status, run.step_index, run.last_error) == ("running", 2, "")
+    assert run.lease_owner == ""  # released, not left to lapse (30 s here)
+
+    successor = db_worker(DEUZ_RECOVERY_INTERVAL="0.2", DEUZ_LEASE_SECONDS="0.5")
+    try:
+        wait_until(
+            lambda: Run.objects.filter(run_id=run.run_id, status="completed").exists(),
+            "the next worker to continue the run",
+        )
+    finally:
+        successor.send_signal(signal.SIGTERM)
+        successor.communicate(timeout=30)
+    log = effects()
+    for step in range(1, slow_agent_steps + 1):
+        assert log.count(f"slow:{step}:end") == 1  # no completed step ran twice
