@@ -2,7 +2,12 @@
 
 A lease is a row update that succeeds only when no live lease exists; it bumps the fencing
 generation, so a leg whose lease was taken over (it stalled past expiry) can no longer write.
-Renewal and release are conditional on the same generation.
+Renewal and release are conditional on the same generation, and :func:`holds` is the
+check a leg makes immediately before every model call and tool execution.
+
+Taking a lease never waits behind another transaction: a run row locked by a stalled leg
+(an open transaction in a paused process) is skipped (``SKIP LOCKED``) and reads as busy,
+so recovery moves on to the next run instead of blocking.
 """
 
 from __future__ import annotations
@@ -10,14 +15,21 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.db import (
+    DatabaseError,
+    connection,
+    transaction,
+)
 from django.db.models import F, Q
 from django.utils import timezone
 
 from .conf import deuz_settings
-from .exceptions import RunBusy, RunNotFound
+from .exceptions import LeaseLost, RunBusy, RunNotFound
 from .models import Run
 from .store import Lease
 
@@ -34,22 +46,30 @@ def lease_duration() -> timedelta:
 def acquire(run_id: str, owner: str | None = None) -> Lease:
     """Take the run's lease or raise :class:`RunBusy` (or :class:`RunNotFound`).
 
-    One conditional ``UPDATE`` is the compare-and-set: it matches only while no live lease
-    exists, so of any number of concurrent callers exactly one changes the row.
+    The conditional ``UPDATE`` is the compare-and-set: it matches only while no live lease
+    exists, so of any number of concurrent callers exactly one changes the row. The row
+    is first locked with ``SKIP LOCKED`` (where the database has it), so a row another
+    transaction holds is busy at once rather than waited for.
     """
     owner = owner or new_owner()
     now = timezone.now()
-    taken = (
-        Run.objects.filter(run_id=run_id)
-        .filter(
-            Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
+    free = Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
+    with transaction.atomic():
+        pk = (
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(free, run_id=run_id)
+            .values_list("pk", flat=True)
+            .first()
         )
-        .update(
-            lease_owner=owner,
-            lease_expires_at=now + lease_duration(),
-            lease_generation=F("lease_generation") + 1,
+        taken = (
+            0
+            if pk is None
+            else Run.objects.filter(free, pk=pk).update(
+                lease_owner=owner,
+                lease_expires_at=now + lease_duration(),
+                lease_generation=F("lease_generation") + 1,
+            )
         )
-    )
     if taken != 1:
         if not Run.objects.filter(run_id=run_id).exists():
             raise RunNotFound(f"No run '{run_id}'.")
@@ -75,6 +95,49 @@ def renew(lease: Lease) -> bool:
         ).update(lease_expires_at=timezone.now() + lease_duration())
         == 1
     )
+
+
+def holds(lease: Lease) -> bool:
+    """Whether ``lease`` is still this leg's and unexpired: the fence a leg checks just
+    before it calls the model or runs a tool."""
+    return Run.objects.filter(
+        run_id=lease.run_id,
+        lease_owner=lease.owner,
+        lease_generation=lease.generation,
+        lease_expires_at__gt=timezone.now(),
+    ).exists()
+
+
+def lease_fence(
+    lease: Lease, on_lost: Callable[[BaseException], None] | None = None
+) -> Callable[[], Awaitable[None]]:
+    """The core's ``Deps.fence`` for a leg under ``lease``: it raises :class:`LeaseLost`
+    (after telling ``on_lost``) unless the lease is still held. A dead database
+    connection is discarded and the check made once more on a fresh one; a check that
+    cannot be made at all counts as lost — a leg never acts on a lease it cannot see."""
+
+    def check() -> None:
+        try:
+            held = holds(lease)
+        except DatabaseError:
+            connection.close()  # the next query opens a new connection
+            try:
+                held = holds(lease)
+            except DatabaseError as error:
+                lost(f"could not be confirmed ({error})")
+        if not held:
+            lost("was taken over")
+
+    def lost(why: str) -> None:
+        error = LeaseLost(f"Lease on run '{lease.run_id}' {why}; this leg stops here.")
+        if on_lost is not None:
+            on_lost(error)
+        raise error
+
+    async def fence() -> None:
+        await sync_to_async(check)()
+
+    return fence
 
 
 def release(lease: Lease, **changes: Any) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -104,19 +105,33 @@ def _prepare(
 
 
 async def _keep_lease(lease: Lease, controller: AbortController) -> None:
-    """Renew the lease every third of its length; abort the leg once it was taken over."""
-    interval = max(0.05, leases.lease_duration().total_seconds() / 3)
+    """Renew the lease every third of its length; abort the leg once it was taken over,
+    or when renewals kept failing for two thirds of it (before it can lapse)."""
+    duration = leases.lease_duration().total_seconds()
+    interval = max(0.05, duration / 3)
+    renewed = time.monotonic()
     while True:
         await asyncio.sleep(interval)
         try:
             held = await sync_to_async(leases.renew)(lease)
         except Exception:
+            if time.monotonic() - renewed + interval >= duration:
+                logger.error(
+                    "deuz: the lease on run %s could not be renewed; aborting this leg",
+                    lease.run_id,
+                    exc_info=True,
+                )
+                controller.abort(
+                    LeaseLost(f"Lease on run '{lease.run_id}' could not be renewed.")
+                )
+                return
             logger.warning(
                 "deuz: renewing the lease on run %s failed; retrying",
                 lease.run_id,
                 exc_info=True,
             )
             continue
+        renewed = time.monotonic()
         if not held:
             logger.error(
                 "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
@@ -257,7 +272,10 @@ async def _start(
     run_id = lease.run_id
     run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
     options = spec.call_options()
-    options["deps"] = with_django_threads(options.get("deps") or Deps(logger=logger))
+    options["deps"] = replace(
+        with_django_threads(options.get("deps") or Deps(logger=logger)),
+        fence=leases.lease_fence(lease, controller.abort),
+    )
     options.update(
         approval_responses=verdicts,
         approval_signer=approval_signer(),

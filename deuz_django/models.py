@@ -161,6 +161,60 @@ class RunMessage(models.Model):
         return f"{self.run_id}[{self.index}] {self.role}"
 
 
+class RunStep(models.Model):
+    """One step's model turn in the step journal, recorded before any of its tools ran.
+
+    ``basis`` is how many messages the history held when the model was called; ``message``
+    the codec JSON of the assistant message with its tool calls.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal_steps")
+    step_index = models.PositiveIntegerField()
+    basis = models.PositiveIntegerField()
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["run", "step_index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "step_index"], name="deuz_journal_step"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} step {self.step_index}"
+
+
+class RunCall(models.Model):
+    """One tool call of a journaled step: the row exists once the call started; it is
+    ``finished`` once its outcome (``result``, codec JSON, and ``is_error``) is recorded."""
+
+    step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="calls")
+    tool_call_id = models.CharField(max_length=200)
+    finished = models.BooleanField(default=False)
+    result = models.TextField(blank=True)
+    is_error = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["step", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["step", "tool_call_id"], name="deuz_journal_call"
+            )
+        ]
+
+    def __str__(self) -> str:
+        state = "finished" if self.finished else "started"
+        return f"{self.tool_call_id} ({state})"
+
+
+class ApprovalKind(models.TextChoices):
+    # A gated call asks whether it may run.
+    APPROVAL = "approval", _("approval")
+    # A call started before a crash and left no outcome: did it happen?
+    OUTCOME_UNKNOWN = "outcome_unknown", _("outcome unknown")
+
+
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending", _("pending")
     APPROVED = "approved", _("approved")
@@ -180,12 +234,18 @@ class ApprovalQuerySet(models.QuerySet["Approval"]):
 class Approval(models.Model):
     """One gated call awaiting (or having received) a verdict — the audit trail.
 
+    An ``outcome_unknown`` row is a call that started before a crash and left no outcome
+    (its tool is not ``idempotent``): approving it with a result records that result
+    ("it happened"), approving it without one runs it again, denying it marks it failed.
     Rows belong to the root run the user sees, also for calls of sub-agents (``agent_path``).
     A decided row never changes again.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
     approval_id = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.APPROVAL
+    )
     tool_call_id = models.CharField(max_length=200)
     tool_name = models.CharField(max_length=200, db_index=True)
     input = models.JSONField(null=True, blank=True)
@@ -217,7 +277,15 @@ class Approval(models.Model):
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "approval_id"], name="deuz_approval_per_run"
+                fields=["run", "approval_id"],
+                condition=Q(kind="approval"),
+                name="deuz_approval_per_run",
+            ),
+            # A call in doubt again after a "run it again" gets a new row; one pending.
+            models.UniqueConstraint(
+                fields=["run", "approval_id"],
+                condition=Q(kind="outcome_unknown", status="pending"),
+                name="deuz_pending_outcome_per_call",
             ),
             models.CheckConstraint(
                 condition=Q(status="pending") | Q(decided_at__isnull=False),

@@ -12,6 +12,9 @@ messages as the store remembers (the row update is conditional on ``message_coun
 another writer changed the run, or there is nothing remembered (the first save in this
 process), the stored digests decide where the history diverges.
 
+The store's ``step_journal`` (:mod:`deuz_django.step_journal`) records what each step did
+between checkpoints, so a resume repeats no model call and no tool call it recorded.
+
 A store built with a :class:`Lease` refuses writes once that lease was taken over (fencing):
 the stale leg's save raises :class:`~deuz_django.exceptions.LeaseLost`.
 """
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, transaction
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from .connections import discard_if_broken
@@ -42,7 +45,8 @@ from .core.durable import (
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
-from .models import Approval, Run, RunMessage
+from .models import Approval, ApprovalKind, Run, RunCall, RunMessage, RunStep
+from .step_journal import DjangoStepJournal
 
 _REMEMBERED_RUNS = 1000
 
@@ -96,6 +100,9 @@ class DjangoSessionStore:
         self.on_lease_lost = on_lease_lost
         self.on_save_failed = on_save_failed
         self.on_saved = on_saved
+        self.step_journal = DjangoStepJournal(
+            lease=lease, create_run=lambda run_id: self._run_row(run_id)[0]
+        )
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -350,12 +357,31 @@ def _message_rows(
 
 
 def _record_approvals(run_pk: int, requests: tuple[ToolApprovalRequest, ...]) -> None:
-    """One pending row per gated call; an id already recorded keeps its (decided) row."""
+    """One pending row per gated call; an id already recorded keeps its (decided) row.
+
+    A request for a call the step journal's latest step shows started without an outcome
+    is of kind
+    ``outcome_unknown`` (the loop suspended on a call a crash left in doubt).
+    """
+    in_doubt = set(
+        RunCall.objects.filter(
+            step=Subquery(
+                RunStep.objects.filter(run_id=run_pk)
+                .order_by("-step_index")
+                .values("pk")[:1]
+            ),
+            finished=False,
+            tool_call_id__in=[r.tool_call_id for r in requests],
+        ).values_list("tool_call_id", flat=True)
+    )
     Approval.objects.bulk_create(
         [
             Approval(
                 run_id=run_pk,
                 approval_id=r.approval_id,
+                kind=ApprovalKind.OUTCOME_UNKNOWN
+                if r.tool_call_id in in_doubt
+                else ApprovalKind.APPROVAL,
                 tool_call_id=r.tool_call_id,
                 tool_name=r.tool_name,
                 input=json.loads(encode_json(r.input)),

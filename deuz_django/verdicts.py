@@ -11,6 +11,12 @@ approval still pending and not too old, and — for an approval — a token that
 pins exactly this call on this run and is young enough (:func:`token_refusal`, the same
 check the resume-time settle makes). A decided row never changes again: every write is
 an ``UPDATE`` conditional on the row still being ``pending``.
+
+An ``outcome_unknown`` approval (a call a crash left in doubt) takes one of three
+answers through the same check and write: approving with a ``result`` ("it happened")
+records that result as the call's outcome in the step journal, so the next leg uses it
+without executing the call; approving without one ("run it again") clears the call's
+start, so it runs; denying ("mark it failed") answers it with an error.
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from .conf import deuz_settings
 from .core import tracing
 from .core.durable import ApprovalSigner, create_approval_signer, token_problem
-from .core.durable.codec import decode_json
+from .core.durable.codec import decode_json, encode_json
 from .core.exceptions import DeuzError
 from .core.tools import ToolCall
 from .exceptions import (
@@ -37,7 +44,7 @@ from .exceptions import (
     NotPermitted,
     RunNotResumable,
 )
-from .models import Approval, ApprovalStatus, Run, RunStatus
+from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunCall, RunStatus
 from .permissions import can_view_run, decide_refusal, is_signed_in
 
 EXPIRED_REASON = "Approval expired."
@@ -89,6 +96,16 @@ class Verdict:
     approved: bool
     reason: str = ""
     token: str | None = None
+    # "It happened": the result a person saw, for an ``outcome_unknown`` approval.
+    result: RecordedResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedResult:
+    """A call's outcome as a person recorded it (any JSON value; ``None`` is a value)."""
+
+    value: Any
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +192,15 @@ def state_refusal(
             problem,
             "token",
         )
+    if verdict.result is not None and (
+        approval.kind != ApprovalKind.OUTCOME_UNKNOWN or not verdict.approved
+    ):
+        problem = "only approving an outcome-unknown call records a result"
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "result",
+        )
     if not verdict.approved:
         return None  # a denial needs no token
     token = approval.token if verdict.token is None else verdict.token
@@ -208,15 +234,22 @@ def record_verdict(
         status, reason = ApprovalStatus.APPROVED, verdict.reason
     else:
         status, reason = ApprovalStatus.DENIED, verdict.reason
-    updated = Approval.objects.filter(
-        pk=approval.pk, status=ApprovalStatus.PENDING
-    ).update(
-        status=status,
-        decided_by=_user_or_none(user),
-        decided_at=timezone.now(),
-        reason=reason,
-        operator=operator,
-    )
+    with transaction.atomic():
+        updated = Approval.objects.filter(
+            pk=approval.pk, status=ApprovalStatus.PENDING
+        ).update(
+            status=status,
+            decided_by=_user_or_none(user),
+            decided_at=timezone.now(),
+            reason=reason,
+            operator=operator,
+        )
+        if (
+            updated == 1
+            and status == ApprovalStatus.APPROVED
+            and approval.kind == ApprovalKind.OUTCOME_UNKNOWN
+        ):
+            _settle_in_doubt(approval, verdict.result)
     approval.refresh_from_db()
     if updated != 1:
         raise ApprovalAlreadyDecided(
@@ -258,6 +291,20 @@ def trace_verdict(approval: Approval) -> None:
 
 def _ns(moment: datetime) -> int:
     return int(moment.timestamp()) * 10**9 + moment.microsecond * 1000
+
+
+def _settle_in_doubt(approval: Approval, result: RecordedResult | None) -> None:
+    """Write a person's answer to an in-doubt call into the step journal: its outcome
+    ("it happened"), or no record at all ("run it again")."""
+    calls = RunCall.objects.filter(
+        step__run=approval.run, tool_call_id=approval.tool_call_id, finished=False
+    )
+    if result is None:
+        calls.delete()
+    else:
+        calls.update(
+            finished=True, result=encode_json(result.value), is_error=result.is_error
+        )
 
 
 def pending_ids(run: Run) -> list[str]:

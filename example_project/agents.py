@@ -19,10 +19,13 @@ import os
 import re
 from decimal import Decimal
 
+from django.db import transaction
+
 from deuz_django.core import (
     LanguageModel,
     Message,
     ModelRequest,
+    ToolContext,
     ToolResultPart,
     agent_tool,
     tool,
@@ -30,7 +33,7 @@ from deuz_django.core import (
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 
-from .models import Order
+from .models import Order, Refund, SentEmail
 
 SYSTEM = (
     "You are the support assistant of a small online shop. Look orders up before "
@@ -73,23 +76,37 @@ def latest_order() -> dict[str, object]:
     return _facts(order)
 
 
+# Safe to run again after a crash: a refund is recorded under the call's idempotency key
+# (a unique column), so a repeat of the same call is a no-op.
 @tool(
     needs_approval=True,
     approval_permission="example_project.approve_refund",
     approval_by_owner=False,
+    idempotent=True,
 )
-def issue_refund(order_id: str, amount: float, reason: str) -> str:
+def issue_refund(order_id: str, amount: float, reason: str, ctx: ToolContext) -> str:
     """Refund an amount on an order. A finance staff member must approve it."""
-    order = Order.objects.get(number__iexact=order_id)
-    order.refunded = min(order.total, order.refunded + Decimal(str(amount)))
-    order.status = "refunded"
-    order.save(update_fields=["refunded", "status"])
+    with transaction.atomic():
+        order = Order.objects.select_for_update().get(number__iexact=order_id)
+        _refund, created = Refund.objects.get_or_create(
+            idempotency_key=ctx.idempotency_key,
+            defaults={"order": order, "amount": Decimal(str(amount))},
+        )
+        if created:  # a repeat of this call (after a crash) refunds nothing more
+            order.refunded = min(order.total, order.refunded + Decimal(str(amount)))
+            order.status = "refunded"
+            order.save(update_fields=["refunded", "status"])
     return f"Refunded ${amount:.2f} on {order.number}."
 
 
-@tool(needs_approval=True)
-def send_email(to: str, subject: str, body: str) -> str:
+# Safe to run again after a crash: the email is recorded under the call's key, once.
+@tool(needs_approval=True, idempotent=True)
+def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> str:
     """Send an email. The customer approves it in the chat."""
+    SentEmail.objects.get_or_create(
+        idempotency_key=ctx.idempotency_key,
+        defaults={"to": to, "subject": subject, "body": body},
+    )
     return f"Email '{subject}' sent to {to}."
 
 

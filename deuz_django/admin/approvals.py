@@ -73,12 +73,13 @@ class ApprovalAdmin(ReadOnlyAdmin):
     # long inputs and titles are cut short, with the whole value in the tooltip and on
     # the approval's own page.
     list_display = ("call", "call_input", "run_link", "status_badge")
-    list_filter = (StatusFilter, "tool_name", "run__agent")
+    list_filter = (StatusFilter, "kind", "tool_name", "run__agent")
     search_fields = ("tool_name", "approval_id", "run__run_id", "run__owner__username")
     actions = ("approve_selected", "deny_selected")
     changelist_title = gettext_lazy("Approval queue")
     fields = (
         "run_link",
+        "kind",
         "tool",
         "full_input",
         "agent",

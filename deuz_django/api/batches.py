@@ -19,7 +19,7 @@ from ..exceptions import (
     NotPermitted,
 )
 from ..models import Approval, Run
-from ..verdicts import Verdict, check_verdict
+from ..verdicts import RecordedResult, Verdict, check_verdict
 from .exceptions import (
     Conflict,
     DeuzAPIException,
@@ -65,7 +65,15 @@ def check_batch(
     approvals decided already (409), then expiry and tokens (400).
     """
     checked = [
-        (Verdict(v["approved"], v.get("reason", ""), v.get("token", "")), a)
+        (
+            Verdict(
+                v["approved"],
+                v.get("reason", ""),
+                v.get("token", ""),
+                RecordedResult(v["result"]) if "result" in v else None,
+            ),
+            a,
+        )
         for v, a in zip(verdicts, _approvals(run, verdicts), strict=True)
     ]
     refusals = [

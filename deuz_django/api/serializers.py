@@ -24,6 +24,7 @@ from ..core.messages import coerce_messages
 from ..models import (
     RUN_ID_PATTERN,
     Approval,
+    ApprovalKind,
     ApprovalStatus,
     Run,
     RunMessage,
@@ -166,6 +167,19 @@ class VerdictSerializer(serializers.Serializer):
     token = StrictCharField(
         required=False, allow_blank=True, help_text="The approval's token, echoed back."
     )
+    result = serializers.JSONField(
+        required=False,
+        help_text=(
+            "Only with approved=true on an approval of kind outcome_unknown: "
+            '"it happened", and this is the call\'s result; the run uses it without '
+            "running the call. Approving without it runs the call again; denying "
+            "marks it failed."
+        ),
+    )
+
+    def validate_result(self, value: Any) -> Any:
+        check_json_text(value)
+        return value
 
 
 class VerdictBatchSerializer(serializers.Serializer):
@@ -258,6 +272,14 @@ class ApprovalSerializer(serializers.ModelSerializer):
     """A gated call and its verdict; ``token`` is present while the approval is pending."""
 
     approvalId = serializers.CharField(source="approval_id")
+    kind = serializers.ChoiceField(
+        choices=ApprovalKind.choices,
+        help_text=(
+            "approval: a gated call asks to run; outcome_unknown: a call started "
+            "before a crash and left no outcome (answer with a result, approve to run "
+            "it again, or deny to mark it failed)."
+        ),
+    )
     runId = serializers.CharField(source="run.run_id")
     toolCallId = serializers.CharField(source="tool_call_id")
     toolName = serializers.CharField(source="tool_name")
@@ -274,6 +296,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
         model = Approval
         fields = [
             "approvalId",
+            "kind",
             "runId",
             "toolCallId",
             "toolName",

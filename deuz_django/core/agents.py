@@ -187,4 +187,7 @@ def agent_tool(
         needs_approval=needs_approval,
         approval_permission=approval_permission,
         sub_tools=child_tools,
+        # Safe to run again after a crash: the child run is durable under this call's
+        # key, and its own step journal keeps its tools from repeating.
+        idempotent=True,
     )

@@ -68,3 +68,6 @@ class Deps:
     # Runs a sync tool off the event loop: ``await run_blocking(fn, *args)``. A thread by
     # default; the Django app closes the thread's database connections after each call.
     run_blocking: Callable[..., Awaitable[Any]] = asyncio.to_thread
+    # Awaited immediately before every model call and every tool execution; raising stops
+    # the leg there. A durable host checks that this leg still holds its lease.
+    fence: Callable[[], Awaitable[None]] | None = None

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
     so the recovery sweep can close it for its readers."""
 
     dependencies = [
-        ("deuz_django", "0005_run_trace_context"),
+        ("deuz_django", "0006_step_journal"),
     ]
 
     operations = [

@@ -12,9 +12,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from deuz_django import services
+from deuz_django.core import Deps, ToolContext
 from deuz_django.exceptions import NotPermitted
 from deuz_django.models import Run
-from example_project.models import Order
+from example_project.agents import issue_refund, send_email
+from example_project.models import Order, Refund, SentEmail
 
 from .support import answer, ask, decide, pending
 
@@ -171,3 +173,27 @@ def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
     assert not User.objects.get(username="customer").has_perm(
         "example_project.approve_refund"
     )
+
+
+def test_a_refund_and_an_email_repeated_after_a_crash_happen_once(shop: Any) -> None:
+    """Both demo tools are ``idempotent=True`` because they are: the same call (the same
+    idempotency key) refunds and emails once, however often it runs."""
+    order = Order.objects.get(number="A-1001")
+    ctx = ToolContext(
+        tool_call_id="toolu_1",
+        tool_name="issue_refund",
+        messages=(),
+        signal=None,
+        deps=Deps(),
+        idempotency_scope="run-1",
+    )
+    for _ in range(2):
+        issue_refund.execute(
+            {"order_id": "A-1001", "amount": 20, "reason": "late"}, ctx
+        )
+        send_email.execute({"to": "ann@example.com", "subject": "Hi", "body": "."}, ctx)
+    order.refresh_from_db()
+    assert order.refunded == Decimal("20.00")
+    assert Refund.objects.count() == SentEmail.objects.count() == 1
+    assert issue_refund.idempotent
+    assert send_email.idempotent

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from deuz_django import services
 from deuz_django.core import ToolUsePart
-from deuz_django.models import Run
+from deuz_django.models import Approval, Run
+from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT, decoded, stored_rows
@@ -63,11 +64,18 @@ def test_a_killed_leg_is_recovered_without_repeating_a_completed_step(
     monkeypatch.delenv("DEUZ_TEST_SLOW_SECONDS", raising=False)
     out = io.StringIO()
     call_command("deuz", "recover", "--older-than", "0", stdout=out)
-    assert out.getvalue().strip() == f"recovered {run.run_id}: completed"
+    # The killed call started and left no outcome, and ``slow`` is not idempotent: it
+    # is never re-run silently, a person is asked.
+    assert out.getvalue().strip() == f"recovered {run.run_id}: suspended"
+    [in_doubt] = Approval.objects.filter(run=run, status="pending")
+    assert (in_doubt.kind, in_doubt.tool_call_id) == ("outcome_unknown", "s2")
+    assert effects().count("slow:2:start") == 1
+    record_verdict(in_doubt, None, Verdict(approved=True), operator="test")  # run again
+    assert services.resume_run(run.run_id).status == "completed"
 
     log = effects()
     assert log.count("slow:1:start") == log.count("slow:1:end") == 1  # not repeated
-    assert log.count("slow:2:start") == 2  # the interrupted step ran again...
+    assert log.count("slow:2:start") == 2  # the interrupted call ran again, as asked...
     assert log.count("slow:2:end") == 1  # ...and completed once
     for step in range(3, slow_agent_steps + 1):
         assert log.count(f"slow:{step}:end") == 1

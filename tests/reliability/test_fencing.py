@@ -77,7 +77,7 @@ def test_a_leg_taken_over_inside_its_tool_writes_nothing_after(
         outcome = services.resume_run(run.run_id)
     assert outcome.error is not None
     assert "was taken over" in outcome.error
-    assert "checkpoint save failed" in caplog.text
+    # The fence before its next model call stopped the stale leg: it wrote nothing.
     assert effects() == ["hold:once"]
     run.refresh_from_db()
     assert (stored_rows(run), run.step_index) == before
@@ -87,8 +87,9 @@ def test_a_leg_taken_over_inside_its_tool_writes_nothing_after(
         "",
     )
 
-    # The new holder drives the run on; the stale leg's step was never recorded.
+    # The new holder drives the run on; the stale leg's step was never checkpointed,
+    # but its tool's outcome is in the step journal, so the tool does not run again.
     monkeypatch.setattr(agents, "HOLD_HOOKS", [])
     leases.release(taken[0])
     assert services.resume_run(run.run_id).status == "completed"
-    assert effects() == ["hold:once", "hold:once"]
+    assert effects() == ["hold:once"]

@@ -21,6 +21,7 @@ from ..durable._checkpointer import (
 )
 from ..durable.checkpoint import CheckpointStatus
 from ..durable.session import DurableSession, SessionStore
+from ..durable.step_journal import StepJournal
 from ..messages import Message, coerce_messages
 from ..model import LanguageModel, ModelRequest
 from ..parts import (
@@ -38,6 +39,7 @@ from ..usage import Usage, with_total
 from . import abortable
 from .approval import Denial, gate, is_client_tool, pending_requests, sign_requests
 from .execution import SubAgentSuspension, stream_batch, tool_message
+from .journaling import StepRecorder, journal_of, latest_for, load_turn
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
 from .options import LoopOptions, PrepareStepInfo, step_overrides
@@ -67,6 +69,7 @@ class LoopRun:
         self._done = False
         self._ended = False
         self._checkpointer: Checkpointer | None = None
+        self._journal: StepJournal | None = None
         self._base_step_index = 0
         self._started_at = 0.0
         self._guard = RunawayGuard()
@@ -160,12 +163,14 @@ class LoopRun:
                 agent_path=options.agent_path,
                 start=start,
             )
+            self._journal = journal_of(store)
 
     async def _single_turn(self) -> AsyncIterator[StreamPart]:
         """A call without tools is one model turn: no steps, no checkpoint, no run id (R2.1)."""
         turn = Turn()
         signal = self.options.signal
         request = ModelRequest(messages=self.leg.history, signal=signal)
+        await self._fence()
         try:
             async for event in tracing.chat(
                 abortable.model_events(self.options.model, request, signal),
@@ -195,13 +200,20 @@ class LoopRun:
         )
         if plan is None:
             return
+        recorder = await self._settle_recorder()
         results: list[ToolResult] = []
         try:
-            async for part in self._execute(plan.calls, plan.denials, results, True):
+            async for part in self._execute(
+                plan.calls, plan.denials, results, True, recorder
+            ):
                 yield part
         except SubAgentSuspension as suspension:
             # B9: the history stays as it was; the leg ends before any step.
             async for part in self._suspend(suspension.requests):
+                yield part
+            return
+        if len(results) < len(plan.calls):  # in-doubt calls: B9 as well
+            async for part in self._suspend_in_doubt(plan.calls, results):
                 yield part
             return
         self.leg.append(tool_message(results))
@@ -213,32 +225,60 @@ class LoopRun:
         step_index = self._base_step_index + len(self.leg.steps)
         yield StepStartPart(step_index)
         model, request = await self._prepare(step_index)
-        turn = Turn()
-        try:
-            async for event in tracing.chat(
-                abortable.model_events(model, request, self.options.signal), model
-            ):
-                for part in turn.add(event):
-                    yield part
-        except abortable.Aborted:
-            # D1: the aborted step is reported, but never recorded or checkpointed.
-            yield self._step_finish(step_index, turn)
-            raise
+        basis = len(self.leg.history)
+        recorded = (
+            await load_turn(self._journal, self._journaled_run_id, step_index, basis)
+            if self._journal is not None
+            else None
+        )
+        if recorded is not None:
+            # The turn is in the step journal: the model answered it before a crash.
+            turn, parts = Turn.replay(recorded.message)
+            for part in parts:
+                yield part
+        else:
+            turn = Turn()
+            await self._fence()
+            try:
+                async for event in tracing.chat(
+                    abortable.model_events(model, request, self.options.signal), model
+                ):
+                    for part in turn.add(event):
+                        yield part
+            except abortable.Aborted:
+                # D1: the aborted step is reported, but never recorded or checkpointed.
+                yield self._step_finish(step_index, turn)
+                raise
         yield self._step_finish(step_index, turn)
         if self._meter.enabled:
             cost = self._meter.cost_part(self.cumulative_usage, step_index, model)
             if cost is not None:
                 yield cost
         calls = turn.tool_calls()
-        assistant = turn.assistant_message(calls)
+        assistant = recorded.message if recorded else turn.assistant_message(calls)
         self.leg.append(assistant)
+        recorder: StepRecorder | None = None
+        if recorded is not None and self._journal is not None:
+            recorder = StepRecorder(
+                self._journal, self._journaled_run_id, recorded, self.tools
+            )
+        elif calls and self._journal is not None:
+            # Durable before any tool runs, so a resume reuses this turn.
+            recorder = await StepRecorder.record(
+                self._journal,
+                self._journaled_run_id,
+                step_index,
+                basis,
+                assistant,
+                self.tools,
+            )
         if not calls:
             # R3.6/R3.7: no tool_use parts means a natural completion, whatever the reason.
             self.leg.record(turn, calls, (), (assistant,))
             async for part in self._end("completed"):
                 yield part
             return
-        async for part in self._tool_phase(turn, calls, assistant, model):
+        async for part in self._tool_phase(turn, calls, assistant, model, recorder):
             yield part
 
     def _step_finish(self, step_index: int, turn: Turn) -> StepFinishPart:
@@ -284,6 +324,7 @@ class LoopRun:
         calls: tuple[ToolCall, ...],
         assistant: Message,
         model: LanguageModel,
+        recorder: StepRecorder | None,
     ) -> AsyncIterator[StreamPart]:
         """R3.8: gate the calls, then break or execute, then the guard and stop checks."""
         for call in calls:
@@ -310,11 +351,16 @@ class LoopRun:
             return
         results: list[ToolResult] = []
         try:
-            async for part in self._execute(calls, denials, results, False):
+            async for part in self._execute(calls, denials, results, False, recorder):
                 yield part
         except SubAgentSuspension as suspension:
             self.leg.record(turn, calls, (), (assistant,))
             async for part in self._suspend(suspension.requests):
+                yield part
+            return
+        if len(results) < len(calls):
+            self.leg.record(turn, calls, (), (assistant,))
+            async for part in self._suspend_in_doubt(calls, results):
                 yield part
             return
         answer = tool_message(results)
@@ -350,6 +396,23 @@ class LoopRun:
         async for part in self._end("suspended", requests):
             yield part
 
+    async def _suspend_in_doubt(
+        self, calls: Sequence[ToolCall], results: Sequence[ToolResult]
+    ) -> AsyncIterator[StreamPart]:
+        """Calls that started before a crash and left no outcome, of tools that are not
+        safe to repeat, are never re-run silently: each becomes a pending approval, which
+        a person settles ("it happened", "run it again", "mark it failed")."""
+        answered = {r.tool_call_id for r in results}
+        in_doubt = [c for c in calls if c.tool_call_id not in answered]
+        requests = sign_requests(
+            pending_requests(in_doubt, self.options.agent_path),
+            self.options.approval_signer,
+            self._binding_run_id,
+            self.deps,
+        )
+        async for part in self._suspend(requests, awaiting=in_doubt):
+            yield part
+
     async def _end(
         self,
         status: CheckpointStatus,
@@ -368,8 +431,13 @@ class LoopRun:
         denials: dict[str, Denial],
         results: list[ToolResult],
         resumed: bool,
+        recorder: StepRecorder | None = None,
     ) -> AsyncIterator[StreamPart]:
+        """Run the batch; an in-doubt call (see :class:`StepRecorder`) is left out, so
+        ``results`` then holds fewer results than there are calls."""
         options = self.options
+        if recorder is not None:
+            calls = [c for c in calls if not recorder.in_doubt(c, denials)]
         checkpointer = self._checkpointer
         shared = ToolContext(  # R1.13: what every call of the batch sees of the leg
             tool_call_id="",
@@ -399,6 +467,7 @@ class LoopRun:
             max_concurrency=options.max_tool_concurrency,
             signal=options.signal,
             results=results,
+            recorder=recorder,
         )
 
     # -- bookkeeping ----------------------------------------------------------------------
@@ -409,6 +478,27 @@ class LoopRun:
         if self._checkpointer is None:
             return None
         return self.options.root_run_id or self.run_id
+
+    @property
+    def _journaled_run_id(self) -> str:
+        assert self._checkpointer is not None
+        return self._checkpointer.run_id
+
+    async def _settle_recorder(self) -> StepRecorder | None:
+        """The journal of the step whose turn the settle answers (its latest)."""
+        if self._journal is None:
+            return None
+        trailing = next(
+            (m for m in reversed(self.leg.history) if m.role == "assistant"), None
+        )
+        step = await latest_for(self._journal, self._journaled_run_id, trailing)
+        if step is None:
+            return None
+        return StepRecorder(self._journal, self._journaled_run_id, step, self.tools)
+
+    async def _fence(self) -> None:
+        if self.deps.fence is not None:
+            await self.deps.fence()
 
     async def _save(
         self,

@@ -19,6 +19,7 @@ from ..parts import StreamPart, ToolOutputPart, ToolStatePart
 from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
 from . import abortable
 from .approval import Denial
+from .journaling import StepRecorder
 
 
 class SubAgentSuspension(Exception):
@@ -146,12 +147,16 @@ async def run_batch(
     deps: Deps,
     max_concurrency: int,
     signal: AbortSignal | None = None,
+    recorder: StepRecorder | None = None,
 ) -> list[ToolResult]:
     """Run calls with a worker pool; results in call order (R3.13).
 
     Every call runs even when a sub-agent suspends, so two suspending sub-agents in one batch
     both surface their requests; the batch's results are then discarded (R9.9). Once
-    ``signal`` aborts, no further call starts (D1) and the batch is incomplete.
+    ``signal`` aborts, no further call starts (D1) and the batch is incomplete. With a
+    ``recorder`` a call with a recorded outcome is not run again, and every executing
+    call's start and outcome are journaled around it; ``deps.fence`` is awaited before
+    each execution.
     """
     results: list[ToolResult | None] = [None] * len(calls)
     suspensions: dict[int, SubAgentSuspension] = {}
@@ -163,8 +168,17 @@ async def run_batch(
             index = next_index
             next_index += 1
             call = calls[index]
+            if recorder is not None and (done := recorder.recorded(call)) is not None:
+                results[index] = done
+                continue
+            journaled = recorder is not None and recorder.executes(call, denials)
+            if deps.fence is not None and call.tool_call_id not in denials:
+                await deps.fence()
+            if journaled:
+                assert recorder is not None
+                await recorder.start(call)
             try:
-                results[index] = await tracing.execute_tool(
+                result = await tracing.execute_tool(
                     call,
                     run_one(call, tools, denials, make_context(call), deps),
                     tool=tools.get(call.tool_name),
@@ -172,6 +186,11 @@ async def run_batch(
                 )
             except SubAgentSuspension as suspension:
                 suspensions[index] = suspension
+                continue
+            if journaled:
+                assert recorder is not None
+                await recorder.finish(result)
+            results[index] = result
 
     width = max(1, min(max_concurrency, len(calls)))
     if width == 1:
@@ -195,6 +214,7 @@ async def stream_batch(
     max_concurrency: int,
     signal: AbortSignal | None,
     results: list[ToolResult],
+    recorder: StepRecorder | None = None,
 ) -> AsyncIterator[StreamPart]:
     """Run a batch into ``results``, streaming its parts in the R4.2 order: ``executing``
     states, forwarded sub-agent parts as they come, then each result with its terminal state
@@ -233,6 +253,7 @@ async def stream_batch(
                 deps,
                 max_concurrency,
                 signal,
+                recorder,
             )
         finally:
             queue.put_nowait(None)

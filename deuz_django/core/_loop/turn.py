@@ -108,6 +108,28 @@ class Turn:
             return ()
         raise TypeError(f"model emitted an unsupported event: {event!r}")
 
+    @classmethod
+    def replay(cls, message: Message) -> tuple[Turn, tuple[StreamPart, ...]]:
+        """A turn recorded in the step journal, as if the model had just answered it:
+        the turn (no usage: no model was called) and the parts to stream for its text and
+        reasoning (its tool calls stream with the tool phase)."""
+        turn = cls(finish_reason="tool_calls")
+        parts: list[StreamPart] = []
+        content = () if isinstance(message.content, str) else message.content
+        for part in content:
+            if isinstance(part, ReasoningPart) and not part.encrypted:
+                turn.reasoning.append([part.text])
+                turn.signatures.append(part.signature)
+                parts.append(ReasoningDeltaPart(part.text, part.signature))
+            elif isinstance(part, TextPart):
+                turn.text.append(part.text)
+                parts.append(TextDeltaPart(part.text))
+            elif isinstance(part, ToolUsePart):
+                turn.calls[part.id] = _PendingCall(
+                    part.name, "", part.provider_metadata, part.input, True
+                )
+        return turn, tuple(parts)
+
     @property
     def step_usage(self) -> Usage:
         return self.usage or EMPTY_USAGE

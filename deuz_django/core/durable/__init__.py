@@ -24,17 +24,22 @@ from .session import (
     create_in_memory_session_store,
 )
 from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
+from .step_journal import CallRecord, InMemoryStepJournal, JournalStep, StepJournal
 
 __all__ = [
     "CHECKPOINT_VERSION",
     "AgentCheckpoint",
     "ApprovalSigner",
+    "CallRecord",
     "CheckpointNotFoundError",
     "CheckpointStatus",
     "DurableSession",
     "InMemorySessionStore",
+    "InMemoryStepJournal",
+    "JournalStep",
     "RunCompletedError",
     "SessionStore",
+    "StepJournal",
     "TokenProblem",
     "child_run_id",
     "child_run_id_prefix",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .checkpoint import AgentCheckpoint
+from .step_journal import StepJournal
 
 
 @runtime_checkable
@@ -35,10 +36,12 @@ class DurableSession:
 
 
 class InMemorySessionStore:
-    """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5)."""
+    """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5); with a
+    ``step_journal``, what each step did between checkpoints too."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, step_journal: StepJournal | None = None) -> None:
         self._checkpoints: dict[str, AgentCheckpoint] = {}
+        self.step_journal = step_journal
 
     def save(self, checkpoint: AgentCheckpoint) -> None:
         self._checkpoints[checkpoint.run_id] = checkpoint

@@ -20,6 +20,15 @@ names; pytest then runs every test of the contract against your backend::
         def stream_id(self):
             return "run-1"                 # a stream the journal may write
 
+    class TestMyStepJournal(StepJournalContract):
+        @pytest.fixture
+        def step_journal(self):
+            return MyStepJournal(...)
+
+        @pytest.fixture
+        def run_id(self):
+            return "run-1"                 # a run the journal may write
+
 The async tests need pytest-asyncio (``asyncio_mode = "auto"``). This package imports
 pytest; :mod:`deuz_django.core.testing` does not.
 """
@@ -29,16 +38,19 @@ import pytest
 # Failing asserts in the contracts then explain themselves as they do in a test module.
 pytest.register_assert_rewrite(
     "deuz_django.core.testing.contracts.journal",
+    "deuz_django.core.testing.contracts.step_journal",
     "deuz_django.core.testing.contracts.store",
 )
 
 from .journal import StreamJournalContract  # noqa: E402
 from .samples import FixedClock, make_checkpoint  # noqa: E402
+from .step_journal import StepJournalContract  # noqa: E402
 from .store import SessionStoreContract  # noqa: E402
 
 __all__ = [
     "FixedClock",
     "SessionStoreContract",
+    "StepJournalContract",
     "StreamJournalContract",
     "make_checkpoint",
 ]

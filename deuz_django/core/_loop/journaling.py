@@ -1,0 +1,135 @@
+"""The loop's side of the step journal: one step's record, read and written by a leg
+(the rules are in :mod:`deuz_django.core.durable.step_journal`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._awaitable import resolve
+from ..durable.step_journal import JournalStep, StepJournal
+from ..messages import Message, ToolUsePart
+from ..tools import Tool, ToolCall, ToolResult
+from .approval import Denial
+
+
+def _method(journal: StepJournal, name: str) -> Any:
+    """The async twin (``aload_step``) wins over the sync method, as for stores."""
+    return getattr(journal, "a" + name, None) or getattr(journal, name)
+
+
+def journal_of(store: object) -> StepJournal | None:
+    """A store's optional step journal."""
+    journal = getattr(store, "step_journal", None)
+    return journal if isinstance(journal, StepJournal) else None
+
+
+async def load_turn(
+    journal: StepJournal, run_id: str, step_index: int, basis: int
+) -> JournalStep | None:
+    """The step's recorded turn, if one answered exactly this history length."""
+    step: JournalStep | None = await resolve(
+        _method(journal, "load_step")(run_id, step_index)
+    )
+    return step if step is not None and step.basis == basis else None
+
+
+async def latest_for(
+    journal: StepJournal, run_id: str, assistant: Message | None
+) -> JournalStep | None:
+    """The recorded step whose turn is ``assistant`` (the turn a settle answers)."""
+    if assistant is None:
+        return None
+    step: JournalStep | None = await resolve(_method(journal, "latest_step")(run_id))
+    return step if step is not None and step.message == assistant else None
+
+
+def recorded_calls(message: Message) -> tuple[ToolCall, ...]:
+    """The tool calls of a recorded assistant turn, with their ids."""
+    if isinstance(message.content, str):
+        return ()
+    return tuple(
+        ToolCall(p.id, p.name, p.input)
+        for p in message.content
+        if isinstance(p, ToolUsePart)
+    )
+
+
+class StepRecorder:
+    """What one step's calls have done: recorded outcomes are reused, starts and
+    outcomes are written as they happen, and a started call without an outcome is in
+    doubt unless its tool is ``idempotent``."""
+
+    def __init__(
+        self,
+        journal: StepJournal,
+        run_id: str,
+        step: JournalStep,
+        tools: Mapping[str, Tool],
+    ) -> None:
+        self.journal = journal
+        self.run_id = run_id
+        self.step = step
+        self.tools = tools
+
+    @classmethod
+    async def record(
+        cls,
+        journal: StepJournal,
+        run_id: str,
+        step_index: int,
+        basis: int,
+        message: Message,
+        tools: Mapping[str, Tool],
+    ) -> StepRecorder:
+        """Write a fresh turn before any of its calls runs."""
+        await resolve(
+            _method(journal, "record_turn")(run_id, step_index, basis, message)
+        )
+        return cls(journal, run_id, JournalStep(step_index, basis, message), tools)
+
+    def recorded(self, call: ToolCall) -> ToolResult | None:
+        """The call's recorded result: it ran already and must not run again."""
+        record = self.step.calls.get(call.tool_call_id)
+        if record is None or not record.finished:
+            return None
+        return ToolResult(
+            call.tool_call_id, call.tool_name, record.result, record.is_error or None
+        )
+
+    def in_doubt(self, call: ToolCall, denials: Mapping[str, Denial]) -> bool:
+        """Started, no outcome, not denied, and its tool did not declare itself safe to
+        run again."""
+        record = self.step.calls.get(call.tool_call_id)
+        if record is None or record.finished or call.tool_call_id in denials:
+            return False
+        declared = self.tools.get(call.tool_name)
+        return declared is None or not declared.idempotent
+
+    def executes(self, call: ToolCall, denials: Mapping[str, Denial]) -> bool:
+        """Whether running the call executes a tool (a denial or an unknown tool does
+        not, so it needs no start record)."""
+        declared = self.tools.get(call.tool_name)
+        return (
+            call.tool_call_id not in denials
+            and declared is not None
+            and declared.execute is not None
+        )
+
+    async def start(self, call: ToolCall) -> None:
+        await resolve(
+            _method(self.journal, "record_start")(
+                self.run_id, self.step.step_index, call.tool_call_id
+            )
+        )
+
+    async def finish(self, result: ToolResult) -> None:
+        await resolve(
+            _method(self.journal, "record_outcome")(
+                self.run_id,
+                self.step.step_index,
+                result.tool_call_id,
+                result.result,
+                bool(result.is_error),
+            )
+        )

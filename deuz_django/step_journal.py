@@ -1,0 +1,208 @@
+"""``DjangoStepJournal``: the core's step journal on the ``RunStep``/``RunCall`` tables.
+
+A step costs few round trips: recording its turn is one ``INSERT`` (with the lease check
+in the same transaction when the journal is fenced), each call's start one ``INSERT``
+and its outcome one ``UPDATE``. Loads happen only when a leg resumes. The run's and the
+step's primary keys are remembered, so no write looks them up twice.
+
+Under a :class:`~deuz_django.store.Lease` a turn is recorded only while the lease is
+still held, so a stale leg can never replace the turn a newer leg is working from (its
+starts and outcomes are recorded: they say what really happened).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+
+from .core import Message
+from .core.durable import CallRecord, JournalStep
+from .core.durable.codec import decode_json, encode_json
+from .exceptions import LeaseLost, RunNotFound
+from .models import Run, RunCall, RunStep
+
+if TYPE_CHECKING:
+    from .store import Lease
+
+
+class DjangoStepJournal:
+    """A :class:`~deuz_django.core.durable.StepJournal` in the database; the ``a``-twins
+    are what the loop calls."""
+
+    def __init__(
+        self,
+        *,
+        lease: Lease | None = None,
+        create_run: Callable[[str], int] | None = None,
+    ) -> None:
+        """``create_run`` makes the row of a run not saved yet (a new run's first step
+        runs before its first checkpoint) and returns its pk; without it such a run is
+        :class:`RunNotFound`."""
+        self.lease = lease
+        self.create_run = create_run
+        self._runs: dict[str, int] = {}
+        self._steps: dict[tuple[str, int], int] = {}
+
+    # -- StepJournal ----------------------------------------------------------------------
+
+    def record_turn(
+        self, run_id: str, step_index: int, basis: int, message: Message
+    ) -> None:
+        run_pk = self._run_pk(run_id)
+        data = encode_json(message.to_json())
+        with transaction.atomic():
+            self._check_lease(run_id)
+            try:
+                with transaction.atomic():
+                    step = RunStep.objects.create(
+                        run_id=run_pk, step_index=step_index, basis=basis, message=data
+                    )
+            except IntegrityError:
+                # The step's first attempt never got past its model call: start afresh.
+                RunStep.objects.filter(run_id=run_pk, step_index=step_index).delete()
+                step = RunStep.objects.create(
+                    run_id=run_pk, step_index=step_index, basis=basis, message=data
+                )
+        self._steps[(run_id, step_index)] = step.pk
+
+    def record_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
+        # A call in doubt that runs again (an idempotent tool) keeps its start row.
+        RunCall.objects.bulk_create(
+            [
+                RunCall(
+                    step_id=self._step_pk(run_id, step_index), tool_call_id=tool_call_id
+                )
+            ],
+            ignore_conflicts=True,
+        )
+
+    def record_outcome(
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        result: Any,
+        is_error: bool,
+    ) -> None:
+        step_pk = self._step_pk(run_id, step_index)
+        values = {"finished": True, "result": encode_json(result), "is_error": is_error}
+        if not RunCall.objects.filter(
+            step_id=step_pk, tool_call_id=tool_call_id
+        ).update(**values):
+            RunCall.objects.create(step_id=step_pk, tool_call_id=tool_call_id, **values)
+
+    def load_step(self, run_id: str, step_index: int) -> JournalStep | None:
+        step = RunStep.objects.filter(run__run_id=run_id, step_index=step_index).first()
+        return None if step is None else self._loaded(run_id, step)
+
+    def latest_step(self, run_id: str) -> JournalStep | None:
+        step = (
+            RunStep.objects.filter(run__run_id=run_id).order_by("-step_index").first()
+        )
+        return None if step is None else self._loaded(run_id, step)
+
+    def forget_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
+        """Drop a call's record: "run it again", a person's answer to an in-doubt call."""
+        RunCall.objects.filter(
+            step__run__run_id=run_id,
+            step__step_index=step_index,
+            tool_call_id=tool_call_id,
+        ).delete()
+
+    async def arecord_turn(
+        self, run_id: str, step_index: int, basis: int, message: Message
+    ) -> None:
+        await sync_to_async(self.record_turn)(run_id, step_index, basis, message)
+
+    async def arecord_start(
+        self, run_id: str, step_index: int, tool_call_id: str
+    ) -> None:
+        await sync_to_async(self.record_start)(run_id, step_index, tool_call_id)
+
+    async def arecord_outcome(
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        result: Any,
+        is_error: bool,
+    ) -> None:
+        await sync_to_async(self.record_outcome)(
+            run_id, step_index, tool_call_id, result, is_error
+        )
+
+    async def aload_step(self, run_id: str, step_index: int) -> JournalStep | None:
+        return await sync_to_async(self.load_step)(run_id, step_index)
+
+    async def alatest_step(self, run_id: str) -> JournalStep | None:
+        return await sync_to_async(self.latest_step)(run_id)
+
+    async def aforget_start(
+        self, run_id: str, step_index: int, tool_call_id: str
+    ) -> None:
+        await sync_to_async(self.forget_start)(run_id, step_index, tool_call_id)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _loaded(self, run_id: str, step: RunStep) -> JournalStep:
+        self._runs[run_id] = step.run_id
+        self._steps[(run_id, step.step_index)] = step.pk
+        calls = {
+            call.tool_call_id: CallRecord(
+                call.tool_call_id,
+                call.finished,
+                decode_json(call.result) if call.finished else None,
+                call.is_error,
+            )
+            for call in RunCall.objects.filter(step_id=step.pk)
+        }
+        message = Message.from_json(
+            decode_json(step.message), path=f"{run_id}.journal[{step.step_index}]"
+        )
+        return JournalStep(step.step_index, step.basis, message, calls)
+
+    def _run_pk(self, run_id: str) -> int:
+        pk = self._runs.get(run_id)
+        if pk is None:
+            pk = Run.objects.filter(run_id=run_id).values_list("pk", flat=True).first()
+            if pk is None and self.create_run is not None:
+                pk = self.create_run(run_id)
+            if pk is None:
+                raise RunNotFound(f"No run '{run_id}'.")
+            self._runs[run_id] = pk
+        return pk
+
+    def _step_pk(self, run_id: str, step_index: int) -> int:
+        pk = self._steps.get((run_id, step_index))
+        if pk is None:
+            pk = (
+                RunStep.objects.filter(run__run_id=run_id, step_index=step_index)
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if pk is None:
+                raise RunNotFound(
+                    f"No turn recorded for step {step_index} of {run_id}."
+                )
+            self._steps[(run_id, step_index)] = pk
+        return pk
+
+    def _check_lease(self, run_id: str) -> None:
+        """Inside the turn's transaction: the lease is still ours (a sub-agent's run is
+        fenced by its root run's lease)."""
+        lease = self.lease
+        if lease is None:
+            return
+        held = Run.objects.filter(
+            run_id=lease.run_id,
+            lease_owner=lease.owner,
+            lease_generation=lease.generation,
+        ).exists()
+        if not held:
+            raise LeaseLost(
+                f"Lease generation {lease.generation} on run '{lease.run_id}' was "
+                f"taken over; this leg may not record step turns of '{run_id}'."
+            )

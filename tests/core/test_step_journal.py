@@ -1,0 +1,290 @@
+"""The step journal: a resume repeats no recorded model turn and no recorded tool call,
+and never silently re-runs a call whose outcome is unknown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from deuz_django.core import (
+    Deps,
+    Message,
+    ToolContext,
+    ToolResultPart,
+    generate_text,
+    tool,
+)
+from deuz_django.core.durable import (
+    DurableSession,
+    InMemorySessionStore,
+    InMemoryStepJournal,
+    resume_from_checkpoint,
+)
+from deuz_django.core.testing import ScriptedReply, reply
+from deuz_django.core.testing.contracts import (
+    FixedClock,
+    StepJournalContract,
+    make_checkpoint,
+)
+
+from .reliability._support import Crash, PositionalModel
+
+RUN = "run-1"
+
+
+class TestInMemoryStepJournal(StepJournalContract):
+    @pytest.fixture
+    def step_journal(self) -> InMemoryStepJournal:
+        return InMemoryStepJournal()
+
+    @pytest.fixture
+    def run_id(self) -> str:
+        return RUN
+
+
+class Shop:
+    """A ``refund`` tool (not safe to repeat), a ``lookup`` tool (idempotent) and a
+    model that calls both in step 0, then answers."""
+
+    def __init__(self, *, crash_in: str | None = None) -> None:
+        self.executed: list[str] = []
+        self.model_calls = 0
+        self.crash_in = crash_in
+        self.journal = InMemoryStepJournal()
+        self.store = InMemorySessionStore(step_journal=self.journal)
+
+        @tool
+        def refund(usd: int, ctx: ToolContext) -> str:
+            """Refund a customer."""
+            return self._run(ctx, f"refunded {usd}")
+
+        @tool(idempotent=True)
+        def lookup(order: str, ctx: ToolContext) -> str:
+            """Look an order up."""
+            return self._run(ctx, f"order {order} is late")
+
+        self.tools = [lookup, refund]
+        replies: list[ScriptedReply] = [
+            reply(
+                text="Let me check.",
+                tool_calls=[
+                    ("c1", "lookup", {"order": "A7"}),
+                    ("c2", "refund", {"usd": 5}),
+                ],
+            ),
+            reply(text="Refunded."),
+        ]
+        self.model = PositionalModel(replies, on_call=self._count)
+
+    def _count(self) -> None:
+        self.model_calls += 1
+
+    def _run(self, ctx: ToolContext, value: str) -> str:
+        self.executed.append(ctx.tool_call_id)
+        if ctx.tool_call_id == self.crash_in:
+            self.crash_in = None
+            raise Crash(f"killed inside {ctx.tool_name}")
+        return value
+
+    def options(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "tools": self.tools,
+            "max_steps": 4,
+            "max_tool_concurrency": 1,
+            "deps": Deps(clock=FixedClock()),
+            **extra,
+        }
+
+    async def start(self) -> None:
+        """A leg from the run's first checkpoint, killed in the tool ``crash_in``."""
+        self.store.save(
+            make_checkpoint(RUN, 0, messages=[Message("user", "Refund my late order.")])
+        )
+        with pytest.raises(Crash):
+            await self.resume()
+
+    def answer(self, tool_call_id: str) -> ToolResultPart:
+        """The stored history's answer to one call."""
+        checkpoint = self.store.load(RUN)
+        assert checkpoint is not None
+        return next(
+            part
+            for message in checkpoint.messages
+            if message.role == "tool"
+            for part in message.content
+            if isinstance(part, ToolResultPart) and part.tool_use_id == tool_call_id
+        )
+
+    async def resume(self, **extra: Any) -> Any:
+        return await resume_from_checkpoint(self.store, RUN, **self.options(**extra))
+
+
+async def test_the_turn_is_recorded_before_any_tool_runs() -> None:
+    shop = Shop()
+    seen: list[Any] = []
+
+    @tool
+    def refund(usd: int) -> str:
+        """Refund."""
+        seen.append(shop.journal.load_step(RUN, 0))
+        return "ok"
+
+    shop.tools = [shop.tools[0], refund]
+    await generate_text(
+        prompt="Refund.", session=DurableSession(shop.store, RUN), **shop.options()
+    )
+    step = seen[0]
+    assert [p.id for p in step.message.content[1:]] == ["c1", "c2"]
+    assert step.calls["c1"].finished
+    assert step.calls["c1"].result == "order A7 is late"
+    assert not step.calls["c2"].finished  # its start is recorded, its outcome not yet
+
+
+async def test_a_recorded_turn_is_reused_without_a_second_model_call() -> None:
+    shop = Shop(crash_in="c1")
+    await shop.start()
+    assert shop.model_calls == 1
+    result = await shop.resume()
+    assert (
+        shop.model_calls == 2
+    )  # only step 1's call: step 0's turn came from the journal
+    assert [c.tool_call_id for c in result.steps[0].tool_calls] == ["c1", "c2"]
+    assert result.text == "Refunded."
+
+
+async def test_a_call_with_a_recorded_outcome_is_never_executed_again() -> None:
+    shop = Shop()
+    shop.tools.reverse()  # refund first, then the lookup that crashes
+    shop.model.replies = (
+        reply(
+            tool_calls=[("c2", "refund", {"usd": 5}), ("c1", "lookup", {"order": "A7"})]
+        ),
+        reply(text="Refunded."),
+    )
+    shop.crash_in = "c1"
+    await shop.start()
+    result = await shop.resume()
+    assert shop.executed == ["c2", "c1", "c1"]  # the refund ran once, the lookup again
+    assert [r.result for r in result.steps[0].tool_results] == [
+        "refunded 5",
+        "order A7 is late",
+    ]
+
+
+async def test_an_in_doubt_idempotent_call_runs_again() -> None:
+    shop = Shop(crash_in="c1")
+    await shop.start()
+    result = await shop.resume()
+    assert shop.executed == ["c1", "c1", "c2"]
+    assert result.finish_reason == "stop"
+
+
+async def test_an_in_doubt_call_of_a_tool_not_safe_to_repeat_is_never_re_run() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+    result = await shop.resume()
+    assert shop.executed == ["c1", "c2"]  # the lookup's outcome was recorded; no rerun
+    [request] = result.pending_approvals or ()
+    assert (request.approval_id, request.tool_name) == ("c2", "refund")
+    checkpoint = shop.store.load(RUN)
+    assert checkpoint is not None
+    assert checkpoint.status == "suspended"
+    assert shop.model_calls == 1
+
+
+async def test_it_happened_uses_the_result_a_person_recorded() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+    await shop.resume()
+    shop.journal.record_outcome(RUN, 0, "c2", "refunded 5 (seen in Stripe)", False)
+    result = await shop.resume(
+        approval_responses=[{"approvalId": "c2", "approved": True}]
+    )
+    assert shop.executed == ["c1", "c2"]
+    assert shop.answer("c2").result == "refunded 5 (seen in Stripe)"
+    assert result.text == "Refunded."
+
+
+async def test_run_it_again_executes_the_call_once_more() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+    await shop.resume()
+    shop.journal.forget_start(RUN, 0, "c2")
+    await shop.resume(approval_responses=[{"approvalId": "c2", "approved": True}])
+    assert shop.executed == ["c1", "c2", "c2"]
+    assert shop.answer("c2").result == "refunded 5"
+
+
+async def test_mark_it_failed_answers_the_call_with_an_error() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+    await shop.resume()
+    await shop.resume(
+        approval_responses=[{"approvalId": "c2", "approved": False, "reason": "failed"}]
+    )
+    assert shop.executed == ["c1", "c2"]
+    answer = shop.answer("c2")
+    assert answer.is_error
+    assert "failed" in answer.result
+
+
+async def test_a_journal_leaves_the_checkpoints_unchanged() -> None:
+    saved: dict[bool, list[str]] = {}
+    for journaled in (False, True):
+        shop = Shop()
+        store = shop.store if journaled else InMemorySessionStore()
+        snapshots: list[str] = []
+        original = store.save
+
+        def save(
+            checkpoint: Any, original: Any = original, out: Any = snapshots
+        ) -> None:
+            out.append(str(checkpoint.to_json()))
+            original(checkpoint)
+
+        store.save = save  # type: ignore[method-assign]
+        await generate_text(
+            prompt="Refund.", session=DurableSession(store, RUN), **shop.options()
+        )
+        saved[journaled] = snapshots
+    assert saved[True] == saved[False]
+
+
+async def test_a_fence_that_raises_stops_the_leg_before_the_next_model_call() -> None:
+    shop = Shop()
+    checks: list[int] = []
+
+    async def fence() -> None:
+        checks.append(len(shop.executed))
+        if len(checks) == 4:  # model, c1, c2, then the second model call
+            raise RuntimeError("lease lost")
+
+    with pytest.raises(RuntimeError, match="lease lost"):
+        await generate_text(
+            prompt="Refund.",
+            session=DurableSession(shop.store, RUN),
+            **shop.options(deps=Deps(clock=FixedClock(), fence=fence)),
+        )
+    assert checks == [0, 0, 1, 2]
+    assert shop.model_calls == 1
+
+
+async def test_a_fence_that_raises_stops_the_leg_before_the_next_tool() -> None:
+    shop = Shop()
+    checks = 0
+
+    async def fence() -> None:
+        nonlocal checks
+        checks += 1
+        if checks == 3:
+            raise RuntimeError("lease lost")
+
+    with pytest.raises(RuntimeError, match="lease lost"):
+        await generate_text(
+            prompt="Refund.",
+            session=DurableSession(shop.store, RUN),
+            **shop.options(deps=Deps(clock=FixedClock(), fence=fence)),
+        )
+    assert shop.executed == ["c1"]

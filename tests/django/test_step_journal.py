@@ -1,0 +1,182 @@
+"""DjangoStepJournal: the shared step-journal contract, the round trips a step costs, the
+lease that fences a turn, and a Django run that resumes without repeating a tool."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+
+from deuz_django import services
+from deuz_django.core import Message, TextPart, ToolUsePart
+from deuz_django.core.testing.contracts import StepJournalContract
+from deuz_django.exceptions import InvalidVerdict, LeaseLost
+from deuz_django.models import Run
+from deuz_django.step_journal import DjangoStepJournal
+from deuz_django.store import Lease
+from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
+from tests.api.support import client, verdicts_url
+from tests.django.run_support import PROMPT, approval, suspended, tool_results
+
+
+@pytest.mark.django_db(transaction=True)
+class TestDjangoStepJournal(StepJournalContract):
+    @pytest.fixture
+    async def step_journal(self) -> Any:
+        yield DjangoStepJournal()
+        await sync_to_async(connections.close_all)()
+
+    @pytest.fixture
+    async def run_id(self) -> str:
+        await Run.objects.acreate(run_id="run-1", agent="demo")
+        return "run-1"
+
+
+def _turn(*ids: str) -> Message:
+    return Message(
+        "assistant",
+        (TextPart("On it."), *(ToolUsePart(i, "pay", {"usd": 5}) for i in ids)),
+    )
+
+
+@pytest.mark.django_db
+def test_a_step_writes_one_row_per_turn_and_one_statement_per_start_and_outcome() -> (
+    None
+):
+    """The turn is one INSERT (in a transaction; the run's pk is looked up once per run),
+    each start one INSERT and each outcome one UPDATE: no reads while the run goes on."""
+    Run.objects.create(run_id="run-1", agent="demo")
+    journal = DjangoStepJournal()
+    journal.record_turn("run-1", 0, 1, _turn("a"))  # the run's pk is remembered after
+    with CaptureQueriesContext(connection) as queries:
+        journal.record_turn("run-1", 1, 3, _turn("b", "c"))
+        for call in ("b", "c"):
+            journal.record_start("run-1", 1, call)
+        for call in ("b", "c"):
+            journal.record_outcome("run-1", 1, call, "ok", False)
+    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    work = [s for s in statements if s in {"INSERT", "UPDATE", "SELECT"}]
+    assert work == ["INSERT", "INSERT", "INSERT", "UPDATE", "UPDATE"]
+
+
+@pytest.mark.django_db
+def test_a_fenced_journal_refuses_a_turn_once_the_lease_was_taken_over() -> None:
+    Run.objects.create(
+        run_id="run-1", agent="demo", lease_owner="new", lease_generation=2
+    )
+    stale = DjangoStepJournal(lease=Lease("run-1", "old", 1))
+    with pytest.raises(LeaseLost):
+        stale.record_turn("run-1", 0, 1, _turn("a"))
+    assert stale.load_step("run-1", 0) is None
+    held = DjangoStepJournal(lease=Lease("run-1", "new", 2))
+    held.record_turn("run-1", 0, 1, _turn("a"))
+    assert held.load_step("run-1", 0) is not None
+
+
+# -- a call a crash left in doubt ------------------------------------------------------
+
+
+def _in_doubt(owner: Any) -> Run:
+    """A ``slow`` run whose first leg recorded step 0's turn and started ``s1``, then
+    died; its next leg suspends on ``s1`` instead of running it again."""
+    run = services.start_run(agent="slow", messages=PROMPT, owner=owner)
+    journal = DjangoStepJournal()
+    journal.record_turn(
+        run.run_id,
+        0,
+        1,
+        Message("assistant", (ToolUsePart("s1", "slow", {"step": 1}),)),
+    )
+    journal.record_start(run.run_id, 0, "s1")
+    assert services.resume_run(run.run_id).status == "suspended"
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_in_doubt_call_is_surfaced_as_an_outcome_unknown_approval(
+    make_user: Callable[..., Any], effects: Callable[[], list[str]]
+) -> None:
+    run = _in_doubt(make_user("ann"))
+    in_doubt = approval(run, "slow")
+    assert (in_doubt.kind, in_doubt.status, in_doubt.tool_call_id) == (
+        "outcome_unknown",
+        "pending",
+        "s1",
+    )
+    assert effects() == []  # never re-run silently
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_happened_over_rest_records_the_result_and_the_call_never_runs(
+    make_user: Callable[..., Any], effects: Callable[[], list[str]]
+) -> None:
+    ann = make_user("ann")
+    run = _in_doubt(ann)
+    in_doubt = approval(run, "slow")
+    response = client(ann).post(
+        verdicts_url(run),
+        {
+            "verdicts": [
+                {
+                    "approvalId": "s1",
+                    "approved": True,
+                    "token": in_doubt.token,
+                    "result": "slow 1 done (checked by hand)",
+                }
+            ],
+            "resume": False,
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    assert services.resume_run(run.run_id).status == "completed"
+    assert "slow:1:start" not in effects()
+    assert tool_results(run)["s1"] == ("slow 1 done (checked by hand)", False)
+    in_doubt.refresh_from_db()
+    assert (in_doubt.status, in_doubt.decided_by) == ("approved", ann)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_it_again_runs_the_in_doubt_call_once_more(
+    make_user: Callable[..., Any], effects: Callable[[], list[str]]
+) -> None:
+    ann = make_user("ann")
+    run = _in_doubt(ann)
+    services.decide_approval(approval(run, "slow"), user=ann, approved=True)
+    assert services.resume_run(run.run_id).status == "completed"
+    assert effects().count("slow:1:start") == 1
+    assert tool_results(run)["s1"] == ("slow 1 done", False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mark_it_failed_answers_the_in_doubt_call_with_an_error(
+    make_user: Callable[..., Any], effects: Callable[[], list[str]]
+) -> None:
+    ann = make_user("ann")
+    run = _in_doubt(ann)
+    services.decide_approval(
+        approval(run, "slow"), user=ann, approved=False, reason="Marked failed."
+    )
+    assert services.resume_run(run.run_id).status == "completed"
+    assert "slow:1:start" not in effects()
+    result, is_error = tool_results(run)["s1"]
+    assert is_error
+    assert "Marked failed." in result
+
+
+@pytest.mark.django_db
+def test_a_result_is_refused_on_a_gated_call_approval(
+    make_user: Callable[..., Any],
+) -> None:
+    ann = make_user("ann")
+    run = suspended(owner=ann)
+    gated = run.approvals.first()
+    assert gated is not None
+    refusal = state_refusal(gated, Verdict(True, result=RecordedResult("done")))
+    assert refusal is not None
+    assert isinstance(refusal.error, InvalidVerdict)
+    assert refusal.field == "result"

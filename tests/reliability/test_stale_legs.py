@@ -1,0 +1,113 @@
+"""No stale leg acts: a leg checks its lease before every model call and tool, a dead
+connection is replaced, renewals that keep failing abort the leg before its lease can
+lapse, and taking a lease never waits behind a stalled leg's transaction."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.db import connection, connections, transaction
+from django.test import override_settings
+from django.utils import timezone
+
+from deuz_django import leases, services
+from deuz_django.exceptions import LeaseLost, RunBusy
+from deuz_django.models import Run
+from tests.django.run_support import PROMPT
+
+
+def _run(run_id: str = "run-f") -> Run:
+    return Run.objects.create(run_id=run_id, agent="slow")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_fence_passes_while_the_lease_is_held_and_raises_once_taken_over() -> (
+    None
+):
+    run = await Run.objects.acreate(run_id="run-f", agent="slow")
+    lease = await _acquire(run.run_id, "a")
+    lost: list[BaseException] = []
+    fence = leases.lease_fence(lease, lost.append)
+    await fence()
+    await Run.objects.filter(pk=run.pk).aupdate(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    await _acquire(run.run_id, "b")
+    with pytest.raises(LeaseLost, match="taken over"):
+        await fence()
+    assert len(lost) == 1
+    await sync_to_async(connections.close_all)()
+
+
+async def _acquire(run_id: str, owner: str) -> Any:
+    return await sync_to_async(leases.acquire)(run_id, owner)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_connection_is_discarded_and_the_fence_checks_on_a_new_one() -> None:
+    run = _run()
+    lease = leases.acquire(run.run_id, "a")
+    check = leases.lease_fence(lease)
+    connection.ensure_connection()
+    dead = connection.connection
+    dead.close()  # the server went away under this connection
+    async_to_sync(check)()
+    assert connection.connection is not dead
+
+
+@pytest.mark.django_db(transaction=True)
+def test_renewals_that_keep_failing_abort_the_leg_before_the_lease_lapses(
+    monkeypatch: pytest.MonkeyPatch, effects: Callable[[], list[str]]
+) -> None:
+    monkeypatch.setenv("DEUZ_TEST_SLOW_SECONDS", "2")
+    monkeypatch.setenv("DEUZ_TEST_SLOW_STEP", "1")
+
+    def broken(lease: Any) -> bool:
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr(leases, "renew", broken)
+    run = services.start_run(agent="slow", messages=PROMPT)
+    with override_settings(DEUZ={**settings.DEUZ, "LEASE_SECONDS": 0.6}):
+        started = time.monotonic()
+        outcome = services.resume_run(run.run_id)
+    assert outcome.error is not None
+    assert "could not be renewed" in outcome.error
+    assert time.monotonic() - started < 10
+    # Aborted inside step 1's tool: no later tool ran.
+    assert "slow:2:start" not in effects()
+    connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_taking_a_lease_never_waits_behind_a_stalled_legs_transaction() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks that block are a PostgreSQL matter (SQLite locks files)")
+    run = _run()
+    locked, release = threading.Event(), threading.Event()
+
+    def stalled_leg() -> None:
+        with transaction.atomic():
+            Run.objects.select_for_update().filter(pk=run.pk).first()
+            locked.set()
+            release.wait(30)
+        connections.close_all()
+
+    thread = threading.Thread(target=stalled_leg)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        with pytest.raises(RunBusy):
+            leases.acquire(run.run_id, "recovery")
+        assert time.monotonic() - started < 1
+    finally:
+        release.set()
+        thread.join()
+    assert leases.acquire(run.run_id, "recovery").owner == "recovery"
