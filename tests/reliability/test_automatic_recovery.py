@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from deuz_django import recovery, services
 from deuz_django.journal import get_journal
-from deuz_django.models import Run
+from deuz_django.models import Approval, Run
+from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT
@@ -166,9 +167,21 @@ def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
         DEUZ_RECOVERY_INTERVAL="0.5",
     )
     try:
+        # The killed call left no outcome and ``slow`` is not idempotent: recovery
+        # never re-runs it silently — the run asks a person.
+        in_doubt = wait_until(
+            lambda: Approval.objects.filter(
+                run=run, status="pending", kind="outcome_unknown"
+            ).first(),
+            "the worker to recover the run up to the in-doubt call",
+        )
+        assert in_doubt.tool_call_id == "s2"
+        assert effects().count("slow:2:start") == 1
+        # "Run it again": the worker's sweep continues the decided run by itself.
+        record_verdict(in_doubt, None, Verdict(approved=True), operator="test")
         wait_until(
             lambda: Run.objects.filter(run_id=run.run_id, status="completed").exists(),
-            "the worker to recover the run",
+            "the worker to continue the decided run",
         )
     finally:
         worker.send_signal(signal.SIGTERM)
@@ -179,6 +192,7 @@ def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
             worker.communicate()
     log = effects()
     assert log.count("slow:1:end") == 1  # a completed step is never repeated
+    assert log.count("slow:2:start") == 2  # the in-doubt call ran again, as asked
     assert log.count("slow:2:end") == 1
     assert log.count(f"slow:{slow_agent_steps}:end") == 1
     run.refresh_from_db()
