@@ -151,11 +151,13 @@ def test_a_leg_recovered_after_a_sigkill_joins_the_trace_of_the_killed_leg(
     wait_until(lambda: _lease_lapsed(run), "the dead leg's lease to lapse")
     out = io.StringIO()
     call_command("deuz", "recover", "--older-than", "0", stdout=out)
-    assert out.getvalue().strip() == f"recovered {run.run_id}: completed"
+    # The killed call is in doubt (``slow`` is not idempotent): the recovered leg asks a
+    # person instead of running it again.
+    assert out.getvalue().strip() == f"recovered {run.run_id}: suspended"
 
     recovered = spans.spans()
     assert {s.trace_id for s in [*killed, *recovered]} == {trace_id}
     leg_span = one(recovered, "invoke_agent slow")
     assert leg_span.parent_id == killed_leg_id
-    assert leg_span.attributes["deuz.run.status"] == "completed"
+    assert leg_span.attributes["deuz.run.status"] == "suspended"
     assert named(recovered, "step")[0].attributes["deuz.step.index"] == 1

@@ -65,6 +65,7 @@ def test_a_failed_save_mid_run_stops_the_leg_and_recovery_continues_it(
     run.refresh_from_db()
     assert (run.step_index, run.last_error, run.recover_after) == (2, "", None)
     assert stored_rows(run) == list(enumerate(ROLES))
+    assert effects() == ["echo:hi"]  # the step journal kept the call's outcome
 
 
 def test_a_failed_final_save_is_reported_and_caught_up_by_recovery(
