@@ -213,10 +213,11 @@ async def run_leg(
     run_id = lease.run_id
     controller = controller or AbortController()
     draining.install()
-    renewer = asyncio.ensure_future(_keep_lease(lease, controller))
-    released: dict[str, Any] = {}
-    try:
-        with draining.leg_running(run_id, controller):
+    # Registered until the lease is released: a shutdown waits for that.
+    with draining.leg_running(run_id, controller):
+        renewer = asyncio.ensure_future(_keep_lease(lease, controller))
+        released: dict[str, Any] = {}
+        try:
             run, leg, stream = await _start(lease, controller)
             # The leg's task starts inside the run's trace, so its spans join the
             # trace of the run's earlier legs.
@@ -234,35 +235,35 @@ async def run_leg(
             finally:
                 if stream is not None and await _close_stream(stream):
                     released["journal_open"] = False
-        error: str | None = None
-        finish_reason: str | None = None
-        try:
-            finish_reason = (await leg.result()).finish_reason
-        except Exception as exc:
-            error = str(exc) or type(exc).__name__
-        reason = controller.signal.reason
-        if isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
-            error = str(reason)
-        if isinstance(reason, CheckpointSaveFailed):
-            # The database may be back: recovery retries from the last saved boundary.
-            released.update(last_error=error[:2000], recover_after=timezone.now())
-        elif isinstance(reason, ProcessStopping):
-            pass  # handed over: another process continues the run at once
-        elif error is not None or finish_reason == "aborted":
-            # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
-            await _database(_record_error, lease, error or ABORTED)
-        elif reason is None:
-            released.update(recovery_attempts=0, recover_after=None)
-        return await _outcome_or_unknown(run_id, finish_reason, error)
-    finally:
-        renewer.cancel()
-        await asyncio.gather(renewer, return_exceptions=True)
-        try:
-            await _database(leases.release, lease, **released)
-        except DatabaseError:
-            logger.exception(
-                "deuz: releasing the lease on run %s failed; it lapses", run_id
-            )
+            error: str | None = None
+            finish_reason: str | None = None
+            try:
+                finish_reason = (await leg.result()).finish_reason
+            except Exception as exc:
+                error = str(exc) or type(exc).__name__
+            reason = controller.signal.reason
+            if isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
+                error = str(reason)
+            if isinstance(reason, CheckpointSaveFailed):
+                # The database may be back: recovery retries from the last saved boundary.
+                released.update(last_error=error[:2000], recover_after=timezone.now())
+            elif isinstance(reason, ProcessStopping):
+                pass  # handed over: another process continues the run at once
+            elif error is not None or finish_reason == "aborted":
+                # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
+                await _database(_record_error, lease, error or ABORTED)
+            elif reason is None:
+                released.update(recovery_attempts=0, recover_after=None)
+            return await _outcome_or_unknown(run_id, finish_reason, error)
+        finally:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+            try:
+                await _database(leases.release, lease, **released)
+            except DatabaseError:
+                logger.exception(
+                    "deuz: releasing the lease on run %s failed; it lapses", run_id
+                )
 
 
 async def _start(

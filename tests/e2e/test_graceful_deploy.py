@@ -160,7 +160,13 @@ def test_a_sigtermed_server_hands_its_run_over_and_the_answer_appears_once(
         assert old.process.returncode in (0, 1, -signal.SIGTERM)  # not killed
         while f":{new.process.pid}:" not in (owner := lease_owner(deploy_site, run_id)):
             if time.monotonic() - exited > 20:
-                raise AssertionError(f"the run was not continued (lease: {owner!r})")
+                raise AssertionError(
+                    f"the run was not continued (lease: {owner!r}; old pid "
+                    f"{old.process.pid}, new pid {new.process.pid})\n"
+                    + old.log.read_text()[-4000:]
+                    + "\n----\n"
+                    + new.log.read_text()[-4000:]
+                )
             if run_state(deploy_site, run_id)["status"] == "completed":
                 break
             time.sleep(0.02)
