@@ -7,7 +7,8 @@ check a leg makes immediately before every model call and tool execution.
 
 Taking a lease never waits behind another transaction: a run row locked by a stalled leg
 (an open transaction in a paused process) is skipped (``SKIP LOCKED``) and reads as busy,
-so recovery moves on to the next run instead of blocking.
+so recovery moves on to the next run instead of blocking. SQLite locks the whole file,
+not rows: there a taker waits at most the database's busy timeout, then reads busy too.
 """
 
 from __future__ import annotations
@@ -20,11 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import (
-    DatabaseError,
-    connection,
-    transaction,
-)
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -54,22 +51,27 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
     owner = owner or new_owner()
     now = timezone.now()
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
-    with transaction.atomic():
-        pk = (
-            Run.objects.select_for_update(skip_locked=True)
-            .filter(free, run_id=run_id)
-            .values_list("pk", flat=True)
-            .first()
-        )
-        taken = (
-            0
-            if pk is None
-            else Run.objects.filter(free, pk=pk).update(
-                lease_owner=owner,
-                lease_expires_at=now + lease_duration(),
-                lease_generation=F("lease_generation") + 1,
+    try:
+        with transaction.atomic():
+            pk = (
+                Run.objects.select_for_update(skip_locked=True)
+                .filter(free, run_id=run_id)
+                .values_list("pk", flat=True)
+                .first()
             )
-        )
+            taken = (
+                0
+                if pk is None
+                else Run.objects.filter(free, pk=pk).update(
+                    lease_owner=owner,
+                    lease_expires_at=now + lease_duration(),
+                    lease_generation=F("lease_generation") + 1,
+                )
+            )
+    except OperationalError as error:
+        if not _file_locked(error):
+            raise
+        raise RunBusy(run_id) from error
     if taken != 1:
         if not Run.objects.filter(run_id=run_id).exists():
             raise RunNotFound(f"No run '{run_id}'.")
@@ -83,6 +85,12 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
     if generation is None:
         raise RunBusy(run_id)
     return Lease(run_id, owner, generation)
+
+
+def _file_locked(error: OperationalError) -> bool:
+    """SQLite's "database is locked": another connection kept its write transaction open
+    past the busy timeout."""
+    return connection.vendor == "sqlite" and "locked" in str(error)
 
 
 def renew(lease: Lease) -> bool:
