@@ -26,6 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from .conf import deuz_settings
+from .connections import discard_if_broken
 from .exceptions import LeaseLost, RunBusy, RunNotFound
 from .models import Run
 from .store import Lease
@@ -128,7 +129,7 @@ def lease_fence(
         try:
             held = holds(lease)
         except DatabaseError:
-            connection.close()  # the next query opens a new connection
+            discard_if_broken()  # the next query opens a new connection
             try:
                 held = holds(lease)
             except DatabaseError as error:
