@@ -29,10 +29,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import F, Q
 from django.tasks import task
 from django.utils import timezone
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
 from . import continuation, draining, leases
 from .conf import deuz_settings
@@ -241,9 +243,24 @@ def serving(argv: list[str] | None = None) -> bool:
     if name == "celery":
         return "worker" in argv
     command = argv[1] if len(argv) > 1 else ""
-    if command == "runserver":  # the autoreloader's child, not its parent
-        return os.environ.get("RUN_MAIN") == "true" or "--noreload" in argv
-    return command in WORKER_COMMANDS
+    if command != "runserver" and command not in WORKER_COMMANDS:
+        return False
+    # Under Django's autoreloader only the child works; the parent just restarts it.
+    return (
+        not _reloads(command, argv) or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
+    )
+
+
+def _reloads(command: str, argv: list[str]) -> bool:
+    """Whether ``command`` runs under the autoreloader (``runserver`` unless
+    ``--noreload``; ``db_worker`` with ``--reload``, its default under ``DEBUG``)."""
+    if command == "runserver":
+        return "--noreload" not in argv
+    if command == "db_worker":
+        if "--batch" in argv or "--no-reload" in argv:
+            return False
+        return "--reload" in argv or settings.DEBUG
+    return False
 
 
 def start_sweeper() -> Sweeper | None:

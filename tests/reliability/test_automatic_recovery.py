@@ -211,6 +211,31 @@ def test_a_server_process_is_serving_and_a_shell_is_not() -> None:
     assert not recovery.serving([])
 
 
+@pytest.mark.parametrize(
+    ("argv", "debug"),
+    [
+        (["manage.py", "runserver"], False),
+        (["manage.py", "db_worker", "--reload"], False),
+        # --reload is db_worker's default under DEBUG
+        (["manage.py", "db_worker"], True),
+    ],
+)
+def test_under_the_autoreloader_only_the_child_sweeps(
+    argv: list[str], debug: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RUN_MAIN", raising=False)
+    with override_settings(DEBUG=debug):
+        assert not recovery.serving(argv)  # the parent restarts the child, no more
+        monkeypatch.setenv("RUN_MAIN", "true")
+        assert recovery.serving(argv)
+
+
+def test_a_worker_without_the_reloader_sweeps_in_its_one_process() -> None:
+    with override_settings(DEBUG=True):
+        assert recovery.serving(["manage.py", "db_worker", "--no-reload"])
+        assert recovery.serving(["manage.py", "db_worker", "--batch"])
+
+
 def test_the_sweep_runs_on_a_servers_loop_when_it_has_one(
     effects: Callable[[], list[str]],
 ) -> None:
