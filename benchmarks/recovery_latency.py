@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -31,7 +29,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from websockets.asyncio.client import ClientConnection, connect
 
@@ -57,25 +54,6 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> fl
 
 def effects(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
-
-
-def run_status(site: LiveSite, run_id: str) -> str:
-    url = urlparse(site.env["DATABASE_URL"])
-    query = "SELECT status FROM deuz_django_run WHERE run_id = %s"
-    if url.scheme == "sqlite":
-        with contextlib.closing(sqlite3.connect(url.path)) as db:
-            row = db.execute(query.replace("%s", "?"), (run_id,)).fetchone()
-    else:
-        import psycopg
-
-        with psycopg.connect(
-            host=url.hostname,
-            port=url.port or 5432,
-            user=url.username,
-            dbname=url.path.lstrip("/"),
-        ) as db:
-            row = db.execute(query, (run_id,)).fetchone()
-    return str(row[0]) if row else ""
 
 
 def worker(site: LiveSite, **env: str) -> subprocess.Popen[bytes]:
@@ -149,7 +127,9 @@ def worker_round(site: LiveSite, log: Path, how: signal.Signals) -> float:
             else (lambda: effects(log).count("slow:2:start") == 2)
         )
         continued = wait_for(moved_on, "the second worker to continue the run")
-        wait_for(lambda: run_status(site, run_id) == "completed", "the run to end")
+        wait_for(
+            lambda: site.run_column(run_id, "status") == "completed", "the run to end"
+        )
         return continued - gone
     finally:
         stop(first)
@@ -200,7 +180,9 @@ async def daphne_round(site: LiveSite, cookie: str) -> float:
             continued = time.monotonic() - gone
             # Let B finish the run, so no later round's recovery sweep picks it up.
             await asyncio.to_thread(
-                wait_for, lambda: run_status(site, run_id) == "completed", "the end"
+                wait_for,
+                lambda: site.run_column(run_id, "status") == "completed",
+                "the end",
             )
             return continued
     finally:

@@ -8,10 +8,12 @@ user's would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -170,6 +172,26 @@ class LiveSite:
                 """
             )
         )
+
+    def run_column(self, run_id: str, column: str) -> str:
+        """One column of the run's row, read straight from the site's database: cheap
+        enough to poll, and independent of the processes under test."""
+        query = f"SELECT {column} FROM deuz_django_run WHERE run_id = %s"
+        url = urlparse(self.env["DATABASE_URL"])
+        if url.scheme == "sqlite":
+            with contextlib.closing(sqlite3.connect(url.path)) as db:
+                row = db.execute(query.replace("%s", "?"), (run_id,)).fetchone()
+        else:
+            import psycopg
+
+            with psycopg.connect(
+                host=url.hostname,
+                port=url.port or 5432,
+                user=url.username,
+                dbname=url.path.lstrip("/"),
+            ) as db:
+                row = db.execute(query, (run_id,)).fetchone()
+        return str(row[0]) if row else ""
 
     def daphne(self, port: int | None = None) -> Daphne:
         server = Daphne(self, port)

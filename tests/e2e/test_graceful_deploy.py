@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -107,26 +105,6 @@ class FailoverProxy:
         self._thread.join(5)
 
 
-def lease_owner(site: LiveSite, run_id: str) -> str:
-    """The run's lease holder, read straight from the site's database (fast to poll)."""
-    url = urlparse(site.env["DATABASE_URL"])
-    query = "SELECT lease_owner FROM deuz_django_run WHERE run_id = %s"
-    if url.scheme == "sqlite":
-        with contextlib.closing(sqlite3.connect(url.path)) as db:
-            row = db.execute(query.replace("%s", "?"), (run_id,)).fetchone()
-    else:
-        import psycopg
-
-        with psycopg.connect(
-            host=url.hostname,
-            port=url.port or 5432,
-            user=url.username,
-            dbname=url.path.lstrip("/"),
-        ) as db:
-            row = db.execute(query, (run_id,)).fetchone()
-    return str(row[0]) if row else ""
-
-
 @pytest.fixture
 def deploy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSite]:
     # A slow answer, a short grace period and a long lease: only the handover can
@@ -152,13 +130,15 @@ def test_a_sigtermed_server_hands_its_run_over_and_the_answer_appears_once(
         sign_in(page, *CUSTOMER)
         run_id = ask(page, "Hi, what can you do?")
         expect(answer(page)).to_contain_text(FIRST_WORDS)
-        assert f":{old.process.pid}:" in lease_owner(deploy_site, run_id)
+        assert f":{old.process.pid}:" in deploy_site.run_column(run_id, "lease_owner")
 
         old.process.send_signal(signal.SIGTERM)
         old.process.wait(20)
         exited = time.monotonic()
         assert old.process.returncode in (0, 1, -signal.SIGTERM)  # not killed
-        while f":{new.process.pid}:" not in (owner := lease_owner(deploy_site, run_id)):
+        while f":{new.process.pid}:" not in (
+            owner := deploy_site.run_column(run_id, "lease_owner")
+        ):
             if time.monotonic() - exited > 20:
                 raise AssertionError(
                     f"the run was not continued (lease: {owner!r}; old pid "
