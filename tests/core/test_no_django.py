@@ -3,31 +3,14 @@ tool loop with a resume round trip in a process where Django cannot be imported.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+from .blocked_imports import run_without
 
-ROOT = Path(__file__).parents[2]
+# Django and everything built on it.
+BLOCKED = ("django", "rest_framework", "channels", "daphne", "asgiref")
 
-SCRIPT = textwrap.dedent(
-    """
+SCRIPT = """
     import asyncio
     import sys
-
-    class BlockDjango:
-        # Refuse Django and everything built on it, as if it were not installed.
-        BLOCKED = ("django", "rest_framework", "channels", "daphne", "asgiref")
-
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in self.BLOCKED:
-                raise ImportError(f"{name} is blocked in this test")
-            return None
-
-    sys.meta_path.insert(0, BlockDjango())
-    for name in list(sys.modules):
-        if name.split(".")[0] in BlockDjango.BLOCKED:
-            del sys.modules[name]
 
     import deuz_django.core
     from deuz_django.core import Tool, generate_text
@@ -81,36 +64,20 @@ SCRIPT = textwrap.dedent(
 
     asyncio.run(main())
     leaked = sorted(
-        n for n in sys.modules if n.split(".")[0] in BlockDjango.BLOCKED
+        n for n in sys.modules if n.split(".")[0] in Blocker.BLOCKED
     )
     print("leaked:", leaked)
     """
-)
 
 
 def test_the_core_runs_a_durable_round_trip_without_django() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_without(BLOCKED, SCRIPT)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines() == ["Deleted. completed 2 41", "leaked: []"]
 
 
 def test_the_blocker_really_blocks_django() -> None:
     # The check above proves nothing unless importing Django fails in that process.
-    probe = SCRIPT.split("import deuz_django.core")[0] + "import django\n"
-    completed = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_without(BLOCKED, "import django\n")
     assert completed.returncode != 0
     assert "django is blocked in this test" in completed.stderr

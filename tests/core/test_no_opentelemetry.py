@@ -3,29 +3,9 @@ runs a durable suspend/resume round trip, and never tries to import it again."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+from .blocked_imports import run_without
 
-ROOT = Path(__file__).parents[2]
-
-BLOCKER = textwrap.dedent(
-    """
-    import sys
-
-    class BlockOpenTelemetry:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "opentelemetry":
-                raise ImportError(f"{name} is blocked in this test")
-            return None
-
-    sys.meta_path.insert(0, BlockOpenTelemetry())
-    """
-)
-
-SCRIPT = BLOCKER + textwrap.dedent(
-    """
+SCRIPT = """
     import asyncio
 
     from deuz_django.core import Tool, generate_text
@@ -63,30 +43,15 @@ SCRIPT = BLOCKER + textwrap.dedent(
     asyncio.run(main())
     print("loaded:", sorted(n for n in sys.modules if n.startswith("opentelemetry")))
     """
-)
 
 
 def test_the_core_runs_without_opentelemetry() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_without(("opentelemetry",), SCRIPT)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines() == ["1 Deleted. False False", "loaded: []"]
 
 
 def test_the_blocker_really_blocks_opentelemetry() -> None:
-    completed = subprocess.run(
-        [sys.executable, "-c", BLOCKER + "import opentelemetry.trace\n"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_without(("opentelemetry",), "import opentelemetry.trace\n")
     assert completed.returncode != 0
     assert "opentelemetry is blocked in this test" in completed.stderr
