@@ -23,7 +23,7 @@ a ``yield``, so a consumer's own spans are never parented by a half-finished ste
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -133,6 +133,35 @@ async def _close(iterator: AsyncIterator[Any]) -> None:
         await closer()
 
 
+type _Watch[Item] = tuple[Span, Callable[[Item], None]]
+
+
+async def _within[Item](
+    begin: Callable[[], _Watch[Item]], items: AsyncIterator[Item]
+) -> AsyncIterator[Item]:
+    """``items`` inside the span ``begin`` starts when the first one is asked for: each
+    is produced with the span current (so what it starts nests under it) and shown to
+    the watcher ``begin`` returned with the span; the span ends with the items, failed if
+    they raise."""
+    span, see = begin()
+    try:
+        while True:
+            with _current(span):
+                item = await anext(items, None)
+            if item is None:
+                break
+            see(item)
+            yield item
+    except GeneratorExit:  # the consumer stopped reading: not a failure
+        raise
+    except BaseException as exc:
+        _fail(span, exc)
+        raise
+    finally:
+        await _close(items)
+        span.end()
+
+
 def _traceparent(span: Span) -> str:
     carrier: dict[str, str] = {}
     TraceContextTextMapPropagator().inject(carrier, trace.set_span_in_context(span))
@@ -176,42 +205,39 @@ def invoke_agent(
     return _invoke_agent(parts, model, run_id, tuple(agent_path), resumed)
 
 
-async def _invoke_agent(
+def _invoke_agent(
     parts: AsyncIterator[StreamPart],
     model: LanguageModel,
     run_id: str | None,
     agent_path: tuple[str, ...],
     resumed: bool,
 ) -> AsyncIterator[StreamPart]:
-    run = _run.get()
-    agent = agent_path[-1] if agent_path else (run.agent if run else None)
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.provider.name": _provider(model),
-        "gen_ai.request.model": model.model_id,
-        "deuz.leg.resumed": resumed,
-    }
-    if agent:
-        attributes["gen_ai.agent.name"] = agent
-    if run_id:
-        attributes["gen_ai.conversation.id"] = run_id
-        attributes["deuz.run.id"] = run_id
-    root = run is not None and not agent_path
-    parent = _parent(run.traceparent) if root and run is not None else None
-    span = _start(
-        f"invoke_agent {agent}" if agent else "invoke_agent",
-        attributes,
-        context=parent,
-    )
-    if root and run is not None and not run.traceparent:
-        run.traceparent, run.started = _traceparent(span), True
-    pending: list[str] = []
-    try:
-        while True:
-            with _current(span):
-                part = await anext(parts, None)
-            if part is None:
-                break
+    def begin() -> _Watch[StreamPart]:
+        run = _run.get()
+        agent = agent_path[-1] if agent_path else (run.agent if run else None)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": _provider(model),
+            "gen_ai.request.model": model.model_id,
+            "deuz.leg.resumed": resumed,
+        }
+        if agent:
+            attributes["gen_ai.agent.name"] = agent
+        if run_id:
+            attributes["gen_ai.conversation.id"] = run_id
+            attributes["deuz.run.id"] = run_id
+        root = run is not None and not agent_path
+        parent = _parent(run.traceparent) if root and run is not None else None
+        span = _start(
+            f"invoke_agent {agent}" if agent else "invoke_agent",
+            attributes,
+            context=parent,
+        )
+        if root and run is not None and not run.traceparent:
+            run.traceparent, run.started = _traceparent(span), True
+        pending: list[str] = []
+
+        def see(part: StreamPart) -> None:
             if isinstance(part, ToolApprovalRequestPart):
                 pending.append(part.request.tool_name)
             elif isinstance(part, FinishPart):
@@ -226,15 +252,10 @@ async def _invoke_agent(
             elif isinstance(part, ErrorPart):
                 _fail(span, part.error)
                 span.set_attribute("deuz.run.status", "failed")
-            yield part
-    except GeneratorExit:  # the consumer stopped reading: not a failure
-        raise
-    except BaseException as exc:
-        _fail(span, exc)
-        raise
-    finally:
-        await _close(parts)
-        span.end()
+
+        return span, see
+
+    return _within(begin, parts)
 
 
 # -- one step and its calls ------------------------------------------------------------------
@@ -245,28 +266,20 @@ def step(parts: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
     return _step(parts) if _tracing() else parts
 
 
-async def _step(parts: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
-    span = _start("step", {})
-    try:
-        while True:
-            with _current(span):
-                part = await anext(parts, None)
-            if part is None:
-                break
+def _step(parts: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
+    def begin() -> _Watch[StreamPart]:
+        span = _start("step", {})
+
+        def see(part: StreamPart) -> None:
             if isinstance(part, StepStartPart):
                 span.set_attribute("deuz.step.index", part.step_index)
             elif isinstance(part, StepFinishPart):
                 span.set_attribute("deuz.step.finish_reason", part.finish_reason)
                 _usage(span, part.usage)
-            yield part
-    except GeneratorExit:  # the consumer stopped reading: not a failure
-        raise
-    except BaseException as exc:
-        _fail(span, exc)
-        raise
-    finally:
-        await _close(parts)
-        span.end()
+
+        return span, see
+
+    return _within(begin, parts)
 
 
 def chat(
@@ -276,20 +289,21 @@ def chat(
     return _chat(events, model) if _tracing() else events
 
 
-async def _chat(
+def _chat(
     events: AsyncIterator[ModelEvent], model: LanguageModel
 ) -> AsyncIterator[ModelEvent]:
-    span = _start(
-        f"chat {model.model_id}",
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": _provider(model),
-            "gen_ai.request.model": model.model_id,
-        },
-        kind=trace.SpanKind.CLIENT,
-    )
-    try:
-        async for event in events:
+    def begin() -> _Watch[ModelEvent]:
+        span = _start(
+            f"chat {model.model_id}",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": _provider(model),
+                "gen_ai.request.model": model.model_id,
+            },
+            kind=trace.SpanKind.CLIENT,
+        )
+
+        def see(event: ModelEvent) -> None:
             if isinstance(event, FinishPart):
                 # The adapters do not report a dated model name; it is the one asked for.
                 span.set_attribute("gen_ai.response.model", model.model_id)
@@ -297,15 +311,10 @@ async def _chat(
                     "gen_ai.response.finish_reasons", (event.finish_reason,)
                 )
                 _usage(span, event.usage)
-            yield event
-    except GeneratorExit:  # the consumer stopped reading: not a failure
-        raise
-    except BaseException as exc:
-        _fail(span, exc)
-        raise
-    finally:
-        await _close(events)
-        span.end()
+
+        return span, see
+
+    return _within(begin, events)
 
 
 async def execute_tool(
