@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from .core import Message
-from .core.durable import CallRecord, JournalStep
+from .core.durable import CallRecord, JournalStep, child_run_id_prefix
 from .core.durable.codec import decode_json, encode_json
 from .exceptions import LeaseLost, RunNotFound
 from .models import Run, RunCall, RunStep
@@ -206,3 +207,19 @@ class DjangoStepJournal:
                 f"Lease generation {lease.generation} on run '{lease.run_id}' was "
                 f"taken over; this leg may not record step turns of '{run_id}'."
             )
+
+
+def calls_in_doubt(
+    run_pk: int, run_id: str, tool_call_ids: list[str]
+) -> QuerySet[RunCall]:
+    """The calls among ``tool_call_ids`` that the latest journaled step of the run, or of
+    one of its sub-agents' runs, shows started without an outcome: what a crash left in
+    doubt, for a person to settle."""
+    tree = Q(run_id=run_pk) | Q(run__run_id__startswith=child_run_id_prefix(run_id))
+    latest = RunStep.objects.filter(run=OuterRef("step__run")).order_by("-step_index")
+    return RunCall.objects.filter(
+        step__in=RunStep.objects.filter(tree),
+        step=Subquery(latest.values("pk")[:1]),
+        finished=False,
+        tool_call_id__in=tool_call_ids,
+    )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, transaction
-from django.db.models import Q, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from .connections import discard_if_broken
@@ -45,8 +45,8 @@ from .core.durable import (
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
-from .models import Approval, ApprovalKind, Run, RunCall, RunMessage, RunStep
-from .step_journal import DjangoStepJournal
+from .models import Approval, ApprovalKind, Run, RunMessage
+from .step_journal import DjangoStepJournal, calls_in_doubt
 
 _REMEMBERED_RUNS = 1000
 
@@ -130,12 +130,15 @@ class DjangoSessionStore:
                     _message_rows(pk, messages, start), batch_size=500
                 )
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
-                _record_approvals(pk, checkpoint.pending_approvals)
+                _record_approvals(pk, run_id, checkpoint.pending_approvals)
         self._remember(run_id, pk, messages, checkpoint.step_index)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
+        """The run's checkpoint; ``None`` for a row without one yet — the step journal
+        creates a sub-agent's row when its first turn is recorded, before its first
+        checkpoint, and that row must not read as a checkpoint with no history."""
         run = Run.objects.filter(run_id=run_id).first()
-        if run is None:
+        if run is None or run.message_count == 0:
             return None
         rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
         messages = tuple(
@@ -356,23 +359,20 @@ def _message_rows(
     return rows
 
 
-def _record_approvals(run_pk: int, requests: tuple[ToolApprovalRequest, ...]) -> None:
+def _record_approvals(
+    run_pk: int, run_id: str, requests: tuple[ToolApprovalRequest, ...]
+) -> None:
     """One pending row per gated call; an id already recorded keeps its (decided) row.
 
-    A request for a call the step journal's latest step shows started without an outcome
-    is of kind
-    ``outcome_unknown`` (the loop suspended on a call a crash left in doubt).
+    A request for a call that the latest journaled step of the run — or of one of its
+    sub-agents' runs, for a request from inside a sub-agent — shows started without an
+    outcome is of kind ``outcome_unknown`` (the loop suspended on a call a crash left in
+    doubt).
     """
     in_doubt = set(
-        RunCall.objects.filter(
-            step=Subquery(
-                RunStep.objects.filter(run_id=run_pk)
-                .order_by("-step_index")
-                .values("pk")[:1]
-            ),
-            finished=False,
-            tool_call_id__in=[r.tool_call_id for r in requests],
-        ).values_list("tool_call_id", flat=True)
+        calls_in_doubt(run_pk, run_id, [r.tool_call_id for r in requests]).values_list(
+            "tool_call_id", flat=True
+        )
     )
     Approval.objects.bulk_create(
         [

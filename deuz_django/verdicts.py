@@ -44,8 +44,9 @@ from .exceptions import (
     NotPermitted,
     RunNotResumable,
 )
-from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunCall, RunStatus
+from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
 from .permissions import can_view_run, decide_refusal, is_signed_in
+from .step_journal import calls_in_doubt
 
 EXPIRED_REASON = "Approval expired."
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
@@ -296,9 +297,8 @@ def _ns(moment: datetime) -> int:
 def _settle_in_doubt(approval: Approval, result: RecordedResult | None) -> None:
     """Write a person's answer to an in-doubt call into the step journal: its outcome
     ("it happened"), or no record at all ("run it again")."""
-    calls = RunCall.objects.filter(
-        step__run=approval.run, tool_call_id=approval.tool_call_id, finished=False
-    )
+    run = approval.run
+    calls = calls_in_doubt(run.pk, run.run_id, [approval.tool_call_id])
     if result is None:
         calls.delete()
     else:

@@ -26,6 +26,7 @@ DEUZ = {
         "slow": "tests.django.agents.slow",
         "gated": "tests.django.agents.gated",
         "nested": "tests.django.agents.nested",
+        "nested_slow": "tests.django.agents.nested_slow",
         "held": "tests.django.agents.held",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",

@@ -116,6 +116,29 @@ gated = AgentSpec(
     tools=[refund, send_email],
 )
 
+# A sub-agent whose tool is ``slow`` (not idempotent): a crash inside it leaves the
+# sub-agent's call in doubt.
+nested_slow = AgentSpec(
+    model=by_turn(
+        [
+            reply(tool_calls=[("p1", "worker", {"prompt": "do it"})]),
+            reply(text="The worker finished."),
+        ]
+    ),
+    tools=[
+        agent_tool(
+            name="worker",
+            model=by_turn(
+                [
+                    reply(tool_calls=[("x1", "slow", {"step": 1})]),
+                    reply(text="Worked."),
+                ]
+            ),
+            tools=[slow],
+        )
+    ],
+)
+
 slow_agent_steps = 4
 slow = AgentSpec(
     model=by_turn(

@@ -94,3 +94,35 @@ def test_a_killed_leg_is_recovered_without_repeating_a_completed_step(
         if isinstance(part, ToolUsePart)
     ]
     assert calls == [f"s{i}" for i in range(1, slow_agent_steps + 1)]
+
+
+def test_a_sub_agents_call_left_in_doubt_is_surfaced_as_outcome_unknown(
+    effects: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = services.start_run(agent="nested_slow", messages=PROMPT)
+    leg = start_manage(
+        "deuz",
+        "resume",
+        run.run_id,
+        DEUZ_LEASE_SECONDS="1",
+        DEUZ_TEST_SLOW_SECONDS="60",
+    )
+    try:
+        wait_until(lambda: "slow:1:start" in effects(), "the sub-agent's tool")
+    finally:
+        os.kill(leg.pid, signal.SIGKILL)
+        leg.communicate()
+    wait_until(lambda: lease_lapsed(run), "the dead leg's lease to lapse")
+    monkeypatch.delenv("DEUZ_TEST_SLOW_SECONDS", raising=False)
+    outcome = services.resume_run(run.run_id)
+    assert outcome.status == "suspended", (effects(), outcome)
+    [in_doubt] = Approval.objects.filter(run=run, status="pending")
+    assert (in_doubt.kind, in_doubt.tool_call_id, in_doubt.agent_path) == (
+        "outcome_unknown",
+        "x1",
+        ["worker"],
+    )
+    assert effects().count("slow:1:start") == 1  # not re-run silently
+    record_verdict(in_doubt, None, Verdict(approved=True), operator="test")  # run again
+    assert services.resume_run(run.run_id).status == "completed"
+    assert effects().count("slow:1:end") == 1
