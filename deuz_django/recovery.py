@@ -5,8 +5,9 @@ worker: :func:`serving`) runs a :class:`Sweeper` thread that sweeps once when it
 then every ``RECOVERY_INTERVAL`` seconds. A sweep
 
 - continues each run whose lease lapsed (idle for a lease length, so a run about to be
-  claimed by its starter is left alone), counting attempts: the n-th waits
-  ``RECOVERY_BACKOFF * 2**(n-1)`` seconds after the one before, and after
+  claimed by its starter is left alone), counting attempts since the run last reached a
+  step boundary (a saved checkpoint is progress and starts the count afresh): the n-th
+  waits ``RECOVERY_BACKOFF * 2**(n-1)`` seconds after the one before, and after
   ``RECOVERY_MAX_ATTEMPTS`` the run is marked failed with its error, for the admin;
 - closes the stream journal of a run that ended while its process died before journaling
   the leg's end, so its readers receive ``done`` (``[DONE]`` over SSE).
@@ -137,13 +138,37 @@ async def asweep() -> SweepReport:
         if lease is not None:
             continuation.run_here(lease)
             report.continued.append(run_id)
-    report.journals_closed = await sync_to_async(close_open_journals)()
+    report.journals_closed = await aclose_open_journals()
     return report
 
 
 def close_open_journals() -> list[str]:
     """Journal the missing ``done`` of runs that ended (completed or suspended) while the
     process that ran their last leg died before closing the journal."""
+    return async_to_sync(aclose_open_journals)()
+
+
+async def aclose_open_journals() -> list[str]:
+    """:func:`close_open_journals` on this event loop (never a sync call waiting for the
+    loop from inside one of its sync threads: the loop's other legs would wait too)."""
+    closed = []
+    for run_id in await sync_to_async(_open_journals)():
+        try:
+            lease = await sync_to_async(leases.acquire)(run_id)
+        except (RunBusy, LookupError):
+            continue
+        try:
+            await _close_journal(lease)
+        except Exception:
+            logger.exception("deuz: closing the journal of run %s failed", run_id)
+            await sync_to_async(leases.release)(lease)
+            continue
+        await sync_to_async(leases.release)(lease, journal_open=False)
+        closed.append(run_id)
+    return closed
+
+
+def _open_journals() -> list[str]:
     now = timezone.now()
     stale = now - timedelta(seconds=float(deuz_settings.LEASE_SECONDS))
     candidates = (
@@ -153,21 +178,7 @@ def close_open_journals() -> list[str]:
         .order_by("updated_at")
         .values_list("run_id", flat=True)[:JOURNALS_PER_SWEEP]
     )
-    closed = []
-    for run_id in candidates:
-        try:
-            lease = leases.acquire(run_id)
-        except (RunBusy, LookupError):
-            continue
-        try:
-            async_to_sync(_close_journal)(lease)
-        except Exception:
-            logger.exception("deuz: closing the journal of run %s failed", run_id)
-            leases.release(lease)
-            continue
-        leases.release(lease, journal_open=False)
-        closed.append(run_id)
-    return closed
+    return list(candidates)
 
 
 async def _close_journal(lease: Lease) -> None:

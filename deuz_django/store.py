@@ -259,6 +259,9 @@ class DjangoSessionStore:
                 checkpoint_created_at=checkpoint.created_at,
                 message_count=len(checkpoint.messages),
                 last_error="",
+                # A boundary reached is progress: recovery counts attempts since one.
+                recovery_attempts=0,
+                recover_after=None,
                 updated_at=timezone.now(),
             )
             == 1

@@ -3,7 +3,8 @@
 DATABASE_URL switches the database (SQLite by default); REDIS_URL the channel layer;
 DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one);
 DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers and workers a test
-starts (off otherwise), DEUZ_SHUTDOWN_GRACE their SIGTERM grace period.
+starts (off otherwise), DEUZ_RECOVERY_BACKOFF and DEUZ_RECOVERY_MAX_ATTEMPTS its pace,
+DEUZ_SHUTDOWN_GRACE their SIGTERM grace period.
 
 The test database is per process, and a file on SQLite (tests/django/databases.py).
 """
@@ -27,6 +28,7 @@ DEUZ = {
         "gated": "tests.django.agents.gated",
         "nested": "tests.django.agents.nested",
         "nested_slow": "tests.django.agents.nested_slow",
+        "crashy": "tests.reliability.crash_agent.crashy",
         "held": "tests.django.agents.held",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
@@ -41,6 +43,8 @@ DEUZ = {
         if os.environ.get("DEUZ_RECOVERY_INTERVAL")
         else None
     ),
+    "RECOVERY_BACKOFF": float(os.environ.get("DEUZ_RECOVERY_BACKOFF", "5")),
+    "RECOVERY_MAX_ATTEMPTS": int(os.environ.get("DEUZ_RECOVERY_MAX_ATTEMPTS", "5")),
     "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DEUZ_SHUTDOWN_GRACE", "10")),
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

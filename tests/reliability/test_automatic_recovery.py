@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from django.utils import timezone
 from deuz_django import recovery, services
 from deuz_django.journal import get_journal
 from deuz_django.models import Approval, Run
+from deuz_django.store import DjangoSessionStore
 from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
@@ -98,6 +100,18 @@ def test_attempts_back_off_and_the_run_is_marked_failed_after_the_last(
     assert (run.status, run.lease_owner, run.recover_after) == ("running", "", None)
     abandon(run)
     assert services.recoverable_runs(0) == []  # failed: left for an explicit resume
+
+
+def test_a_boundary_reached_starts_the_attempt_count_afresh() -> None:
+    """A run killed again and again while it still makes progress (deploy after deploy)
+    is never given up on: only attempts since its last saved checkpoint count."""
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    later = timezone.now() + timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(recovery_attempts=4, recover_after=later)
+    store = DjangoSessionStore()
+    store.save(store.load(run.run_id))  # what a leg does at its next boundary
+    run.refresh_from_db()
+    assert (run.recovery_attempts, run.recover_after) == (0, None)
 
 
 def test_a_journal_left_open_by_a_dead_process_is_closed_for_its_readers() -> None:
@@ -253,3 +267,39 @@ def test_the_sweep_runs_on_a_servers_loop_when_it_has_one(
     assert async_to_sync(on_this_loop)().continued == [run.run_id]
     run.refresh_from_db()
     assert run.status == "completed"
+
+
+def test_a_servers_sweep_closes_a_journal_on_its_loop_while_its_legs_go_on(
+    effects: Callable[[], list[str]],
+) -> None:
+    """Closing a journal is awaited on the server's loop, beside the recovered legs (a
+    sync call that waited for the loop from inside its sync thread once froze a crash
+    sweep's healer: tests/reliability/test_crash_sweep.py is where that showed)."""
+    ended = services.start_run(agent="scripted", messages=PROMPT)
+    services.resume_run(ended.run_id)
+    abandon(ended, journal_open=True)
+    Run.objects.filter(pk=ended.pk).update(lease_owner="", lease_expires_at=None)
+    abandoned = services.start_run(agent="scripted", messages=PROMPT)
+    abandon(abandoned)
+
+    async def on_this_loop() -> recovery.SweepReport:
+        from deuz_django.continuation import _running
+
+        report = await asyncio.wait_for(recovery.asweep(), 30)  # a guard, not a timing
+        await asyncio.wait_for(asyncio.gather(*_running.values()), 30)
+        return report
+
+    # As in a server: the loop is the thread's own (asyncio.run), not async_to_sync's.
+    reports: list[recovery.SweepReport] = []
+    server = threading.Thread(
+        target=lambda: reports.append(asyncio.run(on_this_loop()))
+    )
+    server.start()
+    server.join(60)
+    [report] = reports
+    assert (report.continued, report.journals_closed) == (
+        [abandoned.run_id],
+        [ended.run_id],
+    )
+    assert Run.objects.get(pk=abandoned.pk).status == "completed"
+    assert not Run.objects.get(pk=ended.pk).journal_open

@@ -1,0 +1,90 @@
+"""The agent of the crash sweep: every step's model turn and tool calls take a random
+moment, so a SIGKILL lands anywhere — in a model call, in a tool, in a save — and each
+checks the step journal before it acts, recording a ``VIOLATION`` effect if the journal
+says it must not happen again: a model call for a turn already recorded, or a tool call
+whose outcome is already recorded.
+
+The run's id is its prompt, so the model and the tools know which run they serve. Each
+of the ``STEPS`` steps calls ``note`` (idempotent: it may run again after a crash) and
+``charge`` (not idempotent: a crash inside it must be put to a person) side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from deuz_django.core import ModelRequest, ToolContext, tool
+from deuz_django.core.testing import reply
+from deuz_django.models import RunCall, RunStep
+from deuz_django.registry import AgentSpec
+from tests.django.agents import record_effect
+
+STEPS = 3
+FINAL_ANSWER = "All charged."
+
+
+def _turn_recorded(run_id: str, step_index: int) -> bool:
+    return RunStep.objects.filter(run__run_id=run_id, step_index=step_index).exists()
+
+
+def _outcome_recorded(run_id: str, tool_call_id: str) -> bool:
+    return RunCall.objects.filter(
+        step__run__run_id=run_id, tool_call_id=tool_call_id, finished=True
+    ).exists()
+
+
+class CrashModel:
+    """A model driven by the history, which refuses to be asked a recorded turn."""
+
+    provider = "scripted"
+    model_id = "crash-model"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        run_id = str(request.messages[0].content)
+        turn = sum(1 for m in request.messages if m.role == "assistant")
+        if await sync_to_async(_turn_recorded)(run_id, turn):
+            record_effect(f"VIOLATION model:{run_id}:{turn}")
+        record_effect(f"model:{run_id}:{turn}")
+        await asyncio.sleep(random.uniform(0, 0.05))
+        if turn < STEPS:
+            answer = reply(
+                tool_calls=[
+                    (f"n{turn}", "note", {"run": run_id, "step": turn}),
+                    (f"c{turn}", "charge", {"run": run_id, "step": turn}),
+                ],
+                usage=(3, 2),
+            )
+        else:
+            answer = reply(text=FINAL_ANSWER, usage=(3, 2))
+        async for event in answer.play():
+            yield event
+
+
+def _act(kind: str, run: str, step: int, ctx: ToolContext) -> str:
+    if _outcome_recorded(run, ctx.tool_call_id):
+        record_effect(f"VIOLATION {kind}:{run}:{step}")
+    record_effect(f"{kind}:{run}:{step}:start")
+    time.sleep(random.uniform(0, 0.08))
+    record_effect(f"{kind}:{run}:{step}:end")
+    return f"{kind} {step} done"
+
+
+@tool(idempotent=True)
+def note(run: str, step: int, ctx: ToolContext) -> str:
+    """Write a note (safe to write twice)."""
+    return _act("note", run, step, ctx)
+
+
+@tool
+def charge(run: str, step: int, ctx: ToolContext) -> str:
+    """Charge a card (never twice without a person knowing)."""
+    return _act("charge", run, step, ctx)
+
+
+crashy = AgentSpec(model=CrashModel(), tools=[note, charge], max_steps=STEPS + 2)
