@@ -148,6 +148,8 @@ CELERY_BROKER_URL = os.environ.get(
     "CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//"
 )
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# deuz-django reads no task results (runs keep their own state): no result backend needed.
+SILENCED_SYSTEM_CHECKS = ["django_tasks_celery.W001", "django_tasks_celery.W002"]
 
 DEUZ = {
     "AGENTS": {"assistant": "example_project.agents.assistant"},
