@@ -1,7 +1,8 @@
 """Legs on the task queues users already run: a real ``rqworker`` (django-tasks-rq on
 Redis) and a real Celery worker (django-tasks-celery on RabbitMQ) run a run's legs, its
-resume after a verdict, and the recovery sweep; a worker SIGKILLed mid-leg and a task the
-queue lost are healed by the lease and the sweep, with no recorded tool call run again
+resume after a verdict, and the recovery sweep (the worker's sweeper thread, or
+``recover_runs_task`` queued as a scheduler would); a worker SIGKILLed mid-leg and a task
+the queue lost are healed by the lease and the sweep, with no recorded tool call run again
 (issue #14, item 1; the django-tasks-db twins are test_automatic_recovery.py and
 test_graceful_shutdown.py).
 
@@ -30,6 +31,7 @@ from django.test import override_settings
 from deuz_django import services
 from deuz_django.continuation import continue_run
 from deuz_django.models import Approval, Run
+from deuz_django.recovery import recover_runs_task
 from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, wait_until
@@ -253,16 +255,27 @@ def test_a_worker_killed_mid_leg_leaves_the_run_to_the_next_workers_sweep(
         assert log.count(f"slow:{step}:end") == 1
 
 
+@pytest.mark.parametrize("sweeper", ["the worker's sweeper", "recover_runs_task"])
 def test_a_leg_the_queue_lost_is_healed_by_the_sweep(
-    queue: Queue, effects: Callable[[], list[str]]
+    queue: Queue, effects: Callable[[], list[str]], sweeper: str
 ) -> None:
+    """Swept by the worker's own sweeper thread, or by the sweep as a task that a
+    scheduler (Celery beat, rq-scheduler, cron) queues to the worker."""
     run = services.start_run(agent="scripted", messages=PROMPT)
     with short_leases():
         continue_run(run.run_id, in_process=False)
     assert queue.purge() == 1  # the broker lost the task before any worker took it
 
-    queue.start_worker(DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.5")
-    wait_until(completed(run), "the worker's sweep to recover the lost leg")
+    if sweeper == "recover_runs_task":
+        queue.start_worker(DEUZ_LEASE_SECONDS="1")
+        wait_until(
+            lambda: run.run_id in services.recoverable_runs(1.0, due=True),
+            "the lost leg's claim to lapse",
+        )
+        recover_runs_task.enqueue()
+    else:
+        queue.start_worker(DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.5")
+    wait_until(completed(run), "the sweep on the worker to recover the lost leg")
     assert effects() == ["echo:hi"]
     run.refresh_from_db()
     assert (run.recovery_attempts, run.lease_owner) == (0, "")
