@@ -2,12 +2,16 @@
 Redis) and a real Celery worker (django-tasks-celery on RabbitMQ) run a run's legs, its
 resume after a verdict, and the recovery sweep (the worker's sweeper thread, or
 ``recover_runs_task`` queued as a scheduler would); a worker SIGKILLed mid-leg and a task
-the queue lost are healed by the lease and the sweep, with no recorded tool call run again
+the queue lost are healed by the lease and the sweep, with no recorded tool call run again;
+a worker told to stop hands its run over at the next boundary
 (issue #14, item 1; the django-tasks-db twins are test_automatic_recovery.py and
 test_graceful_shutdown.py).
 
-Each worker is started in a session of its own and killed as a process group, so no pool
-child outlives a test; each test process has its own Celery queue, deleted at the end.
+Each worker is started in a session of its own and killed with its process group and
+every descendant (RQ's work horses leave the group), so none outlives a test. Each test
+process has a Celery queue of its own, deleted at the end; the RQ tests use (and empty)
+the queue ``default`` of ``DEUZ_TEST_REDIS_URL``: give concurrent test runs their own
+Redis database.
 """
 
 from __future__ import annotations
@@ -78,6 +82,14 @@ class Queue:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
+
+    def terminate(self, worker: subprocess.Popen[bytes]) -> int:
+        """SIGTERM every process of the worker, as systemd and Kubernetes stop one (the
+        whole cgroup); its exit status."""
+        for pid in [worker.pid, *descendants(worker.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        return worker.wait(timeout=30)
 
     def purge(self) -> int:
         """Drop every task queued and not yet delivered (a broker that lost them); how
@@ -253,6 +265,28 @@ def test_a_worker_killed_mid_leg_leaves_the_run_to_the_next_workers_sweep(
     assert log.count("slow:2:start") == 2  # the in-doubt call, run again as asked
     for step in range(2, slow_agent_steps + 1):
         assert log.count(f"slow:{step}:end") == 1
+
+
+def test_a_worker_told_to_stop_ends_its_leg_at_the_next_boundary(
+    queue: Queue, effects: Callable[[], list[str]]
+) -> None:
+    run = services.start_run(agent="slow", messages=PROMPT)
+    worker = queue.start_worker(DEUZ_TEST_SLOW_STEP="2", DEUZ_TEST_SLOW_SECONDS="1.5")
+    continue_run(run.run_id, in_process=False)
+    wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
+    assert queue.terminate(worker) == 0
+
+    log = effects()
+    assert log.count("slow:2:end") == 1  # the tool it was in finished...
+    assert "slow:3:start" not in log  # ...and the leg stopped at that boundary
+    run.refresh_from_db()
+    assert (run.status, run.step_index, run.lease_owner) == ("running", 2, "")
+
+    queue.start_worker(DEUZ_LEASE_SECONDS="0.5", DEUZ_RECOVERY_INTERVAL="0.2")
+    wait_until(completed(run), "the next worker to continue the run")
+    log = effects()
+    for step in range(1, slow_agent_steps + 1):
+        assert log.count(f"slow:{step}:end") == 1  # no completed step ran twice
 
 
 @pytest.mark.parametrize("sweeper", ["the worker's sweeper", "recover_runs_task"])
