@@ -31,6 +31,7 @@ logger = logging.getLogger("deuz_django")
 RELEASE_SECONDS = 5.0
 
 _stopping = threading.Event()
+_drained = threading.Event()  # the drain is over: SIGTERM may end the process
 _legs: dict[str, tuple[AbortController, asyncio.AbstractEventLoop]] = {}
 _lock = threading.Lock()
 
@@ -100,6 +101,10 @@ def install() -> None:
         return
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        if _drained.is_set():  # the default handling, from the main thread, as before
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         if _stopping.is_set():
             return
         logger.info("deuz: SIGTERM; letting %d leg(s) reach a boundary", running_legs())
@@ -119,5 +124,6 @@ def _drain_then_stop(previous: Any, signum: int, frame: FrameType | None) -> Non
     if callable(previous):
         previous(signum, frame)
     elif previous != signal.SIG_IGN:  # the default: die of SIGTERM, as before
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # Only the main thread may reset a handler: signal it, and its handler does.
+        _drained.set()
         os.kill(os.getpid(), signal.SIGTERM)

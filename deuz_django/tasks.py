@@ -4,10 +4,9 @@ Which process runs a queued leg is the ``TASKS`` setting's business, never this 
 
 - development and tests: ``django.tasks.backends.immediate.ImmediateBackend`` runs the leg
   at once, inside the request that queued it;
-- production: a worker backend, e.g. django-tasks-db (``pip install
-  deuz-django[tasks-db]``, ``INSTALLED_APPS += ["django_tasks_db"]``, ``TASKS =
-  {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}``, ``manage.py migrate``),
-  with ``manage.py db_worker`` running (``--batch`` drains the queue and exits).
+- production: a worker backend — django-tasks-db (``manage.py db_worker``),
+  django-tasks-rq (``manage.py rqworker``) or django-tasks-celery (``celery worker``);
+  the README's "Task workers" says how to set each up and which to choose.
 
 Every queued leg was claimed first (:mod:`deuz_django.continuation`): the task takes the
 claim's lease over. A claim that lapsed and was taken over meanwhile is left to its new

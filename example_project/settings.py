@@ -2,7 +2,11 @@
 
 DATABASE_URL   sqlite:///path (default: db.sqlite3 here) or postgres://user@host:port/name
 REDIS_URL      redis://host:port/0 — use channels_redis instead of the in-memory layer
-DEUZ_TASKS     "db" — queue resumes in django-tasks-db for ``manage.py db_worker``
+DEUZ_TASKS     where legs run: "db" (django-tasks-db, ``manage.py db_worker``), "rq"
+               (django-tasks-rq on REDIS_URL, ``manage.py rqworker``) or "celery"
+               (django-tasks-celery on CELERY_BROKER_URL, ``celery -A example_project
+               worker``); in the request otherwise (the immediate backend)
+CELERY_BROKER_URL  the Celery broker (default: RabbitMQ, amqp://guest:guest@127.0.0.1//)
 DEUZ_STREAM_STORE  "redis" — keep stream journals in Redis (REDIS_URL) instead of the DB
 DEUZ_LEASE_SECONDS how long a leg's lease lasts without renewal (default 30)
 DEUZ_APPROVAL_SECRET   the approval signing key (a development key is used otherwise)
@@ -39,8 +43,11 @@ INSTALLED_APPS = [
     "deuz_django",
     "example_project",
 ]
-if os.environ.get("DEUZ_TASKS") == "db":
+TASKS_BACKEND = os.environ.get("DEUZ_TASKS", "")
+if TASKS_BACKEND == "db":
     INSTALLED_APPS.append("django_tasks_db")
+elif TASKS_BACKEND == "rq":
+    INSTALLED_APPS.append("django_rq")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -119,13 +126,30 @@ if os.environ.get("REDIS_URL"):
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-TASKS = {
-    "default": {
-        "BACKEND": "django_tasks_db.DatabaseBackend"
-        if os.environ.get("DEUZ_TASKS") == "db"
-        else "django.tasks.backends.immediate.ImmediateBackend"
-    }
+TASK_BACKENDS = {
+    "db": {"BACKEND": "django_tasks_db.DatabaseBackend"},
+    "rq": {"BACKEND": "django_tasks_rq.RQBackend"},
+    "celery": {
+        "BACKEND": "django_tasks_celery.CeleryBackend",
+        "OPTIONS": {"CELERY_APP": "example_project.celery.app"},
+    },
 }
+TASKS = {
+    "default": TASK_BACKENDS.get(
+        TASKS_BACKEND, {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}
+    )
+}
+# django-tasks-rq: the queue "default" in Redis. django-tasks-celery: Celery's settings.
+RQ_QUEUES = {
+    "default": {"URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")}
+}
+RQ = {"JOB_CLASS": "django_tasks_rq.Job"}  # rqworker runs the tasks, not bare functions
+CELERY_BROKER_URL = os.environ.get(
+    "CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//"
+)
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# deuz-django reads no task results (runs keep their own state): no result backend needed.
+SILENCED_SYSTEM_CHECKS = ["django_tasks_celery.W001", "django_tasks_celery.W002"]
 
 DEUZ = {
     "AGENTS": {"assistant": "example_project.agents.assistant"},

@@ -7,6 +7,8 @@ step runs twice (issue #12, item 7; the daphne twin is tests/e2e/test_graceful_d
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -16,7 +18,7 @@ from deuz_django import services
 from deuz_django.continuation import continue_run
 from deuz_django.models import Run
 from tests.django.agents import slow_agent_steps
-from tests.django.processes import start_manage, wait_until
+from tests.django.processes import manage_env, start_manage, wait_until
 from tests.django.run_support import PROMPT
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -68,3 +70,25 @@ def test_a_stopping_worker_ends_its_leg_at_the_next_boundary_and_hands_the_run_o
     log = effects()
     for step in range(1, slow_agent_steps + 1):
         assert log.count(f"slow:{step}:end") == 1  # no completed step ran twice
+
+
+def test_a_default_sigterm_handling_still_ends_the_process_after_draining() -> None:
+    """As an RQ work horse does: after the drain, SIGTERM ends it as it did before (the
+    handler is reset from the main thread, the only one that may)."""
+    script = (
+        "import django, os, signal, time; django.setup()\n"
+        "from deuz_django import draining\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_DFL); draining.install()\n"
+        "os.kill(os.getpid(), signal.SIGTERM); time.sleep(10); print('survived')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=manage_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "survived" not in done.stdout
