@@ -22,13 +22,20 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ..models import Approval, ApprovalStatus, Run
+from ..models import Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
 from ..transcript import pretty
 from ..verdicts import is_expired
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import ReasonForm, VerdictForm, decide
+from .decisions import (
+    ANSWERS,
+    IN_DOUBT,
+    ReasonForm,
+    VerdictForm,
+    decide,
+    form_problems,
+)
 
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
@@ -79,7 +86,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
     changelist_title = gettext_lazy("Approval queue")
     fields = (
         "run_link",
-        "kind",
+        "kind_label",
         "tool",
         "full_input",
         "agent",
@@ -106,8 +113,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("call"), ordering="tool_name")
     def call(self, obj: Approval) -> str:
-        """The tool, the call's id, the MCP server that serves the tool (if one does)
-        and — for a sub-agent's call — the asking agent."""
+        """The tool, the call's id, the MCP server that serves the tool (if one does),
+        "outcome unknown" for a call a crash left in doubt and — for a sub-agent's
+        call — the asking agent."""
         via = (
             format_html(
                 '<br><span class="deuz-muted">{}</span>',
@@ -116,11 +124,17 @@ class ApprovalAdmin(ReadOnlyAdmin):
             if obj.agent_path
             else ""
         )
+        kind = (
+            format_html("<br>{}", display.badge(obj.kind, obj.get_kind_display()))
+            if obj.kind == ApprovalKind.OUTCOME_UNKNOWN
+            else ""
+        )
         return format_html(
-            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}{}',
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}{}{}',
             obj.tool_name,
             obj.approval_id,
             display.mcp_origin(obj),
+            kind,
             via,
         )
 
@@ -192,6 +206,17 @@ class ApprovalAdmin(ReadOnlyAdmin):
             display.mcp_origin(obj),
         )
 
+    @admin.display(description=gettext_lazy("kind"))
+    def kind_label(self, obj: Approval) -> str:
+        """The kind; for a call a crash left in doubt, what that means."""
+        if obj.kind != ApprovalKind.OUTCOME_UNKNOWN:
+            return str(obj.get_kind_display())
+        return format_html(
+            '{}<p class="deuz-explain">{}</p>',
+            display.badge(obj.kind, obj.get_kind_display()),
+            IN_DOUBT,
+        )
+
     @admin.display(description=gettext_lazy("input"))
     def full_input(self, obj: Approval) -> str:
         return display.json_block(obj.input, _("Input of %s") % obj.tool_name)
@@ -252,8 +277,15 @@ class ApprovalAdmin(ReadOnlyAdmin):
         approved: bool,
         form: ReasonForm,
         fields: dict[str, str],
+        *,
+        verdict: str | None = None,
+        result: str = "",
     ) -> TemplateResponse:
-        """The confirmation page; ``fields`` are posted back with the verdict."""
+        """The confirmation page; ``fields`` are posted back with the verdict.
+
+        ``verdict`` is the run page button's (one approval): for a call a crash left in
+        doubt, the page asks in the words of its three answers and shows the ``result``
+        that "it happened" will record."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -266,6 +298,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
             else:
                 skipped.append((approval, refusal))
         verb = _("Approve") if approved else _("Deny")
+        in_doubt = verdict is not None and all(
+            a.kind == ApprovalKind.OUTCOME_UNKNOWN for a in selected
+        )
         context = {
             **self.admin_site.each_context(request),
             "title": _("%s these calls?") % verb,
@@ -275,6 +310,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "decidable": decidable,
             "skipped": skipped,
             "form": form,
+            "answer": ANSWERS[verdict] if in_doubt and verdict else None,
+            "in_doubt": IN_DOUBT,
+            "result": result,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
@@ -292,8 +330,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @method_decorator(require_POST)
     def decide_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The run page's Approve/Deny buttons post here: first the confirmation page
-        (the queue's, with the reason box), then — confirmed — the verdict."""
+        """The run page's buttons post here (Approve/Deny, or for a call a crash left in
+        doubt the three answers): first the confirmation page (the queue's, with the
+        reason box), then — confirmed — the verdict."""
         if not self.has_decide_permission(request):
             raise PermissionDenied
         approval = self.get_object(request, unquote(object_id))
@@ -301,23 +340,30 @@ class ApprovalAdmin(ReadOnlyAdmin):
             raise Http404(_("No such approval."))
         form = VerdictForm(request.POST)
         if not form.is_valid():
-            messages.error(
-                request, _("Nothing was recorded: %s") % form.errors.as_text()
-            )
+            messages.error(request, _("Nothing was recorded: %s") % form_problems(form))
         elif request.POST.get("post") != "yes":
             verdict = form.cleaned_data["verdict"]
+            fields = {"verdict": verdict}
+            recorded = form.recorded_result
+            if recorded is not None:
+                fields["result"] = request.POST["result"]
+                if recorded.is_error:
+                    fields["is_error"] = "on"
             return self._confirmation(
                 request,
                 [approval],
-                verdict == "approve",
+                form.approved,
                 ReasonForm(),
-                {"verdict": verdict},
+                fields,
+                verdict=verdict,
+                result="" if recorded is None else pretty(recorded.value),
             )
         else:
             decide(
                 request,
                 [approval],
-                approved=form.cleaned_data["verdict"] == "approve",
+                approved=form.approved,
                 reason=form.cleaned_data["reason"],
+                result=form.recorded_result,
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

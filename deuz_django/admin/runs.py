@@ -1,6 +1,7 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
-its transcript (sub-agents included), its pending approvals with Approve/Deny buttons, and
-its decision history. Runs are never edited by hand: every write goes through the service.
+its transcript (sub-agents included), its pending approvals with Approve/Deny buttons (for
+a call a crash left in doubt: it happened, run it again, mark it failed), and its decision
+history. Runs are never edited by hand: every write goes through the service.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
-from ..models import Approval, ApprovalStatus, Run
+from ..models import Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
+from .decisions import ANSWERS, IN_DOUBT
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -59,6 +61,12 @@ class PendingRow:
     @property
     def input(self) -> str:
         return pretty(self.approval.input)
+
+    @property
+    def in_doubt(self) -> bool:
+        """A call a crash left in doubt: answered "it happened", "run it again" or
+        "mark it failed" instead of approved or denied."""
+        return self.approval.kind == ApprovalKind.OUTCOME_UNKNOWN
 
 
 def pending_rows(user: Any, run: Run) -> list[PendingRow]:
@@ -221,6 +229,8 @@ class RunAdmin(ReadOnlyAdmin):
             context.update(
                 sections=sections(run),
                 pending_rows=pending_rows(request.user, run),
+                answers=ANSWERS,
+                in_doubt=IN_DOUBT,
                 decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
                 .select_related("decided_by")
                 .order_by("decided_at", "pk"),
