@@ -5,10 +5,8 @@ sub-agent's gated call. The approval-card screenshots are the ones the README sh
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.live_site import Daphne, LiveSite
@@ -37,15 +35,6 @@ RESEARCHER_SAID = (
     "Returns are accepted within 30 days and refunds take 3–5 business days. "
     "I saved a note to your file."
 )
-
-
-@pytest.fixture
-def chat(browser: Browser, demo_server: Daphne) -> Iterator[Page]:
-    context = new_context(browser, demo_server, width=1280, height=860)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_a_customer_approves_an_email_and_the_answer_streams(
