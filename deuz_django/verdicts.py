@@ -17,6 +17,12 @@ answers through the same check and write: approving with a ``result`` ("it happe
 records that result as the call's outcome in the step journal, so the next leg uses it
 without executing the call; approving without one ("run it again") clears the call's
 start, so it runs; denying ("mark it failed") answers it with an error.
+
+Edit, then approve: an approving verdict on a call of an ``editable`` tool may carry an
+``edited_input``. It needs the edit permission (:func:`~deuz_django.permissions.
+edit_refusal`) and must pass the tool's schema; the token still pins the model's call, so
+an edit never changes which tool runs. The row keeps both inputs; the next leg runs the
+tool with the edited one and tells the model so.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from .core import tracing
 from .core.durable import ApprovalSigner, create_approval_signer, token_problem
 from .core.durable.codec import decode_json, encode_json
 from .core.exceptions import DeuzError
-from .core.tools import ToolCall
+from .core.tools import ToolArgumentsError, ToolCall
 from .exceptions import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -45,7 +51,13 @@ from .exceptions import (
     RunNotResumable,
 )
 from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunCall, RunStatus
-from .permissions import can_view_run, decide_refusal, is_signed_in
+from .permissions import (
+    approval_tool,
+    can_view_run,
+    decide_refusal,
+    edit_refusal,
+    is_signed_in,
+)
 
 EXPIRED_REASON = "Approval expired."
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
@@ -98,6 +110,8 @@ class Verdict:
     token: str | None = None
     # "It happened": the result a person saw, for an ``outcome_unknown`` approval.
     result: RecordedResult | None = None
+    # "Edit, then approve": the input the call runs with instead of the model's.
+    edited_input: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +183,10 @@ def check_verdict(
     problem = decide_refusal(user, approval, approving=verdict.approved)
     if problem is not None:
         return Refusal(NotPermitted(problem), problem, "approvalId")
+    if verdict.edited_input is not None and verdict.approved:
+        problem = edit_refusal(user, approval)
+        if problem is not None:
+            return Refusal(NotPermitted(problem), problem, "editedInput")
     return state_refusal(approval, verdict, now=now)
 
 
@@ -201,6 +219,14 @@ def state_refusal(
             problem,
             "result",
         )
+    if verdict.edited_input is not None:
+        problem = edit_problem(approval, verdict)
+        if problem is not None:
+            return Refusal(
+                InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+                problem,
+                "editedInput",
+            )
     if not verdict.approved:
         return None  # a denial needs no token
     token = approval.token if verdict.token is None else verdict.token
@@ -210,6 +236,28 @@ def state_refusal(
     return Refusal(
         InvalidVerdict(f"Approval {approval.approval_id}: {problem}."), problem, "token"
     )
+
+
+def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
+    """Why ``verdict.edited_input`` may not replace the call's input: only an approving
+    verdict on a gated call of an ``editable`` tool edits, and the edited input must pass
+    the tool's schema (the problem names the field: ``editedInput.amount: …``)."""
+    if not verdict.approved:
+        return "only an approving verdict may edit the call's input"
+    if approval.kind != ApprovalKind.APPROVAL:
+        return "a call in doubt is not edited: record its result, or run it again"
+    try:
+        tool = approval_tool(approval)
+    except DeuzError as error:
+        return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
+    if tool is None or not tool.editable:
+        return f"the input of {approval.tool_name} calls may not be edited"
+    if tool.validate is not None:
+        try:
+            tool.validate(verdict.edited_input)
+        except ToolArgumentsError as error:
+            return "; ".join(f"editedInput.{issue}" for issue in error.issues)
+    return None
 
 
 def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
@@ -243,6 +291,9 @@ def record_verdict(
             decided_at=timezone.now(),
             reason=reason,
             operator=operator,
+            edited_input=verdict.edited_input
+            if status == ApprovalStatus.APPROVED
+            else None,
         )
         if (
             updated == 1
@@ -366,9 +417,10 @@ def collect_verdicts(
     for approval_id in ids:
         row = rows.get(approval_id)
         if row is not None and row.status == ApprovalStatus.APPROVED:
-            verdicts.append(
-                {"approvalId": approval_id, "approved": True, "token": row.token}
-            )
+            approved = {"approvalId": approval_id, "approved": True, "token": row.token}
+            if row.edited_input is not None:
+                approved["editedInput"] = row.edited_input
+            verdicts.append(approved)
         else:
             reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
             verdicts.append(

@@ -27,6 +27,7 @@ DEUZ = {
         "gated": "tests.django.agents.gated",
         "nested": "tests.django.agents.nested",
         "held": "tests.django.agents.held",
+        "payer": "tests.django.agents.payer",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
         "support": "tests.django.dashboard_agents.support",

@@ -64,6 +64,7 @@ def read_verdict(fields: dict[str, Any]) -> Verdict:
         fields.get("reason", ""),
         fields.get("token", ""),
         RecordedResult(fields["result"]) if "result" in fields else None,
+        fields.get("editedInput"),
     )
 
 
