@@ -112,6 +112,15 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
     return None
 
 
+def is_editable(approval: Approval) -> bool:
+    """Whether the call's tool lets a person edit its input (``editable``)."""
+    try:
+        tool = approval_tool(approval)
+    except DeuzError:
+        return False
+    return tool is not None and tool.editable
+
+
 def edit_refusal(user: Any, approval: Approval) -> str | None:
     """Why ``user`` may not approve ``approval`` with an edited input (``None``: they
     may): the approving rules of :func:`decide_refusal`, checked again for the edited

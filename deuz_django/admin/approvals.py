@@ -36,6 +36,7 @@ from .decisions import (
     decide,
     form_problems,
 )
+from .runs import pending_row
 
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
@@ -89,6 +90,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "kind_label",
         "tool",
         "full_input",
+        "edited",
         "agent",
         "owner",
         "created",
@@ -96,6 +98,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "status_badge",
     )
     readonly_fields = fields
+    change_form_template = "admin/deuz_django/approval/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return Approval.objects.for_user(request.user).select_related(
@@ -221,6 +224,17 @@ class ApprovalAdmin(ReadOnlyAdmin):
     def full_input(self, obj: Approval) -> str:
         return display.json_block(obj.input, _("Input of %s") % obj.tool_name)
 
+    @admin.display(description=gettext_lazy("edited input"))
+    def edited(self, obj: Approval) -> str:
+        """The input a person approved the call with, as the difference it made."""
+        if obj.edited_input is None:
+            return display.EMPTY
+        return format_html(
+            "{}{}",
+            display.input_diff(obj.input, obj.edited_input),
+            display.json_block(obj.edited_input, _("Edited input")),
+        )
+
     @admin.display(description=gettext_lazy("agent path"))
     def agent(self, obj: Approval) -> str:
         return obj.agent_path_label or display.EMPTY
@@ -280,12 +294,14 @@ class ApprovalAdmin(ReadOnlyAdmin):
         *,
         verdict: str | None = None,
         result: str = "",
+        edit: Any = None,
     ) -> TemplateResponse:
         """The confirmation page; ``fields`` are posted back with the verdict.
 
         ``verdict`` is the run page button's (one approval): for a call a crash left in
         doubt, the page asks in the words of its three answers and shows the ``result``
-        that "it happened" will record."""
+        that "it happened" will record; ``edit`` is the difference an edited input
+        makes (:func:`display.input_diff`)."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -313,12 +329,32 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "answer": ANSWERS[verdict] if in_doubt and verdict else None,
             "in_doubt": IN_DOUBT,
             "result": result,
+            "edit": edit,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
         return TemplateResponse(
             request, "admin/deuz_django/approval/decide_confirmation.html", context
         )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The approval's page; a pending one offers the run page's buttons (and the
+        input editor) here too."""
+        approval = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if approval is not None and approval.is_pending:
+            context.update(
+                row=pending_row(request.user, approval),
+                answers=ANSWERS,
+                in_doubt=IN_DOUBT,
+            )
+        return super().change_view(request, object_id, form_url, context)
 
     def get_urls(self) -> list[URLPattern]:
         decide_url = path(
@@ -349,6 +385,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 fields["result"] = request.POST["result"]
                 if recorded.is_error:
                     fields["is_error"] = "on"
+            edited = form.edit_of(approval)
+            if edited is not None:
+                fields["edited_input"] = request.POST["edited_input"]
             return self._confirmation(
                 request,
                 [approval],
@@ -357,6 +396,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 fields,
                 verdict=verdict,
                 result="" if recorded is None else pretty(recorded.value),
+                edit=None
+                if edited is None
+                else display.input_diff(approval.input, edited),
             )
         else:
             decide(
@@ -365,5 +407,6 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 approved=form.approved,
                 reason=form.cleaned_data["reason"],
                 result=form.recorded_result,
+                edited_input=form.edit_of(approval),
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

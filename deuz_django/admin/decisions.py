@@ -63,13 +63,26 @@ class VerdictForm(ReasonForm):
         label=gettext_lazy("The call failed: record this result as its error"),
         required=False,
     )
+    edited_input = forms.JSONField(
+        label=gettext_lazy("Edited input (JSON)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
         given = str(self.data.get("result", "")).strip()
         if cleaned.get("verdict") == "happened" and "result" in cleaned and not given:
             self.add_error("result", _("Give the call's result as JSON."))
+        edited = cleaned.get("edited_input")
+        if edited is not None and not isinstance(edited, dict):
+            self.add_error("edited_input", _("Give the call's input as a JSON object."))
         return cleaned
+
+    def edit_of(self, approval: Approval) -> dict[str, Any] | None:
+        """The edited input, unless it is the model's own (then nothing was edited)."""
+        edited: dict[str, Any] | None = self.cleaned_data.get("edited_input")
+        return None if edited == approval.input else edited
 
     @property
     def approved(self) -> bool:
@@ -140,10 +153,12 @@ def decide(
     approved: bool,
     reason: str = "",
     result: RecordedResult | None = None,
+    edited_input: dict[str, Any] | None = None,
 ) -> None:
     """Record one verdict per approval, report each outcome, resume the runs now ready.
 
-    ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome.
+    ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome;
+    ``edited_input`` approves a call of an ``editable`` tool with that input instead.
     """
     recorded: list[Approval] = []
     ready: dict[int, Run] = {}
@@ -155,6 +170,7 @@ def decide(
                 approved=approved,
                 reason=reason,
                 result=result,
+                edited_input=edited_input,
             )
         except (NotPermitted, ApprovalNotFound) as error:
             messages.error(

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
 from ..models import Approval, ApprovalKind, ApprovalStatus, Run
-from ..permissions import decide_refusal
+from ..permissions import decide_refusal, edit_refusal, is_editable
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
@@ -57,6 +57,7 @@ class PendingRow:
     can_approve: bool
     can_deny: bool
     refusal: str | None
+    can_edit: bool = False  # may approve it with an edited input
 
     @property
     def input(self) -> str:
@@ -69,20 +70,25 @@ class PendingRow:
         return self.approval.kind == ApprovalKind.OUTCOME_UNKNOWN
 
 
+def pending_row(user: Any, approval: Approval) -> PendingRow:
+    approve_refusal = decide_refusal(user, approval, approving=True)
+    deny_refusal = decide_refusal(user, approval, approving=False)
+    return PendingRow(
+        approval,
+        can_approve=approve_refusal is None,
+        can_deny=deny_refusal is None,
+        refusal=approve_refusal or deny_refusal,
+        can_edit=approval.kind == ApprovalKind.APPROVAL
+        and is_editable(approval)
+        and edit_refusal(user, approval) is None,
+    )
+
+
 def pending_rows(user: Any, run: Run) -> list[PendingRow]:
-    rows = []
-    for approval in run.approvals.pending().select_related("run"):
-        approve_refusal = decide_refusal(user, approval, approving=True)
-        deny_refusal = decide_refusal(user, approval, approving=False)
-        rows.append(
-            PendingRow(
-                approval,
-                can_approve=approve_refusal is None,
-                can_deny=deny_refusal is None,
-                refusal=approve_refusal or deny_refusal,
-            )
-        )
-    return rows
+    return [
+        pending_row(user, approval)
+        for approval in run.approvals.pending().select_related("run")
+    ]
 
 
 @admin.register(Run)
@@ -231,8 +237,16 @@ class RunAdmin(ReadOnlyAdmin):
                 pending_rows=pending_rows(request.user, run),
                 answers=ANSWERS,
                 in_doubt=IN_DOUBT,
-                decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
-                .select_related("decided_by")
-                .order_by("decided_at", "pk"),
+                decided=[
+                    (
+                        a,
+                        None
+                        if a.edited_input is None
+                        else display.input_diff(a.input, a.edited_input),
+                    )
+                    for a in run.approvals.exclude(status=ApprovalStatus.PENDING)
+                    .select_related("decided_by")
+                    .order_by("decided_at", "pk")
+                ],
             )
         return super().change_view(request, object_id, form_url, context)
