@@ -142,11 +142,9 @@ class ApprovalCard {
       h("p", { class: "muted" }, "Checking who may decide…"));
     this.heading = h("h3", { id: headingId });
     this.title("Approval needed");
-    this.explanation = h("p", { class: "in-doubt", hidden: true }, IN_DOUBT_TEXT);
     this.el = h("section", { class: "approval", "aria-labelledby": headingId, tabindex: "-1" },
       this.heading,
       agentPath.length ? h("p", { class: "asked-by" }, `asked by ${agentPath.join(" › ")}`) : "",
-      this.explanation,
       h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
       this.decision);
   }
@@ -169,7 +167,7 @@ class ApprovalCard {
     if (this.state !== "checking") return;
     if (info.kind === IN_DOUBT) {
       this.kind = IN_DOUBT;
-      this.explanation.hidden = false;
+      this.heading.after(h("p", { class: "in-doubt" }, IN_DOUBT_TEXT));
       this.title("Outcome unknown");
     }
     if (info.status !== "pending") {
