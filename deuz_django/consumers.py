@@ -7,7 +7,7 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
     {"type": "subscribe", "runId": "…", "lastSeq": 41}             # replay after 41, then tail
     {"type": "unsubscribe", "runId": "…"}
     {"type": "approval-response", "runId": "…", "approvalId": "…", "approved": true,
-     "reason": "…", "token": "v1.…"}
+     "reason": "…", "token": "v1.…"}            # optional "result", "editedInput"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
 
 Server → client::
@@ -34,6 +34,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from . import frames, live
+from .api.batches import read_verdict
 from .continuation import acontinue_quietly
 from .core.journal import is_done
 from .exceptions import NotPermitted
@@ -171,12 +172,15 @@ class RunConsumer(AsyncWebsocketConsumer):
             raise FrameError(
                 "not_found", f"run {run_id} has no approval {approval_id!r}"
             )
+        verdict = read_verdict(frame)
         decision = await adecide_approval(
             approval,
             user=self.user,
-            approved=frame["approved"],
-            reason=frame.get("reason", ""),
-            token=frame.get("token", ""),
+            approved=verdict.approved,
+            reason=verdict.reason,
+            token=verdict.token,
+            result=verdict.result,
+            edited_input=verdict.edited_input,
         )
         await self._send(
             type="approval-recorded",

@@ -35,13 +35,9 @@ from .exceptions import (
 from .live import LegStream
 from .models import Run, RunStatus
 from .registry import AgentSpec, load_agent
+from .responses import collect_verdicts, settle_max_age_ms
 from .store import DjangoSessionStore, Lease
-from .verdicts import (
-    approval_signer,
-    collect_verdicts,
-    current_pending,
-    settle_max_age_ms,
-)
+from .verdicts import approval_signer, current_pending
 
 logger = logging.getLogger("deuz_django")
 

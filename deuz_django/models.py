@@ -269,12 +269,19 @@ class Approval(models.Model):
     # An operator override (``deuz resume --operator NAME``): the verdict was recorded
     # from a shell without the user permission rules; the name the operator gave.
     operator = models.CharField(max_length=150, blank=True)
+    # Edit, then approve: the input a person changed the call to (``input`` keeps the
+    # model's). The edit is part of the approving verdict, so its editor is
+    # ``decided_by``.
+    edited_input = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ApprovalQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
+        permissions = [
+            ("edit_approval_input", "Can edit a call's input before approving it"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "approval_id"],

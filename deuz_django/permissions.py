@@ -12,6 +12,9 @@ decide an approval          its run's owner, or a user holding ``deuz_django.dec
                             a tool with ``approval_by_owner=False`` is never approved by
                             the run's owner (separation of duties); a call whose tool the
                             agent no longer has may only be denied
+edit a call's input         who may approve it, holding ``deuz_django.edit_approval_input``
+                            (the tool must be ``editable``; the rules above depend on the
+                            tool only, which an edit never changes)
 resume a run                its owner; a user holding ``deuz_django.resume_run``
 ==========================  ===============================================================
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
 VIEW_ANY_RUN = "deuz_django.view_run"
 DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
+EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
 
 
 def is_signed_in(user: Any) -> bool:
@@ -105,6 +109,27 @@ def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | N
         )
     if approving and not tool.approval_by_owner and _owns(user, run):
         return f"The run's owner may not approve their own {approval.tool_name} call."
+    return None
+
+
+def is_editable(approval: Approval) -> bool:
+    """Whether the call's tool lets a person edit its input (``editable``)."""
+    try:
+        tool = approval_tool(approval)
+    except DeuzError:
+        return False
+    return tool is not None and tool.editable
+
+
+def edit_refusal(user: Any, approval: Approval) -> str | None:
+    """Why ``user`` may not approve ``approval`` with an edited input (``None``: they
+    may): the approving rules of :func:`decide_refusal`, checked again for the edited
+    call, and the edit permission."""
+    problem = decide_refusal(user, approval, approving=True)
+    if problem is not None:
+        return problem
+    if not user.has_perm(EDIT_APPROVAL_INPUT):
+        return f"Editing a call's input needs the '{EDIT_APPROVAL_INPUT}' permission."
     return None
 
 

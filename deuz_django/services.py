@@ -35,6 +35,7 @@ from .verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     Decision,
+    RecordedResult,
     Verdict,
     approval_signer,
     current_pending,
@@ -153,9 +154,15 @@ def decide_approval(
     approved: bool,
     reason: str = "",
     token: str | None = None,
+    result: RecordedResult | None = None,
+    edited_input: dict[str, Any] | None = None,
 ) -> Decision:
     """Record one verdict, atomically and once; the caller continues the run when
     ``decision.run_ready`` (:func:`continue_run`).
+
+    ``result`` answers an ``outcome_unknown`` approval with "it happened, and this was
+    its outcome" (only with ``approved=True``; see :mod:`deuz_django.verdicts`).
+    ``edited_input`` approves a call of an ``editable`` tool with that input instead.
 
     The checks of :func:`deuz_django.verdicts.check_verdict`: anonymous users get
     :class:`NotPermitted`; an approval on a run the user may not see is
@@ -167,7 +174,13 @@ def decide_approval(
     return decide(
         user,
         _approval_row(approval),
-        Verdict(approved=approved, reason=reason, token=token),
+        Verdict(
+            approved=approved,
+            reason=reason,
+            token=token,
+            result=result,
+            edited_input=edited_input,
+        ),
     )
 
 

@@ -1,6 +1,6 @@
 """Verdicts on approval rows: the one check that says whether a verdict may be recorded,
-the one write that records it, and the rows turned into the approval responses a run's
-next leg settles with.
+and the one write that records it (:mod:`deuz_django.responses` turns the rows into the
+approval responses a run's next leg settles with).
 
 Every surface — the admin, the REST API, the WebSocket consumer, the ``deuz`` command —
 asks :func:`check_verdict` (the REST API for a whole batch before it records any of it)
@@ -17,6 +17,12 @@ answers through the same check and write: approving with a ``result`` ("it happe
 records that result as the call's outcome in the step journal, so the next leg uses it
 without executing the call; approving without one ("run it again") clears the call's
 start, so it runs; denying ("mark it failed") answers it with an error.
+
+Edit, then approve: an approving verdict on a call of an ``editable`` tool may carry an
+``edited_input``. It needs the edit permission (:func:`~deuz_django.permissions.
+edit_refusal`) and must pass the tool's schema; the token still pins the model's call, so
+an edit never changes which tool runs. The row keeps both inputs; the next leg runs the
+tool with the edited one and tells the model so.
 """
 
 from __future__ import annotations
@@ -35,17 +41,22 @@ from .core import tracing
 from .core.durable import ApprovalSigner, create_approval_signer, token_problem
 from .core.durable.codec import decode_json, encode_json
 from .core.exceptions import DeuzError
-from .core.tools import ToolCall
+from .core.tools import ToolArgumentsError, ToolCall
 from .exceptions import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
     ApprovalNotFound,
     InvalidVerdict,
     NotPermitted,
-    RunNotResumable,
 )
 from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
-from .permissions import can_view_run, decide_refusal, is_signed_in
+from .permissions import (
+    approval_tool,
+    can_view_run,
+    decide_refusal,
+    edit_refusal,
+    is_signed_in,
+)
 from .step_journal import calls_in_doubt
 
 EXPIRED_REASON = "Approval expired."
@@ -81,7 +92,7 @@ def is_expired(approval: Approval, now: datetime | None = None) -> bool:
     return cutoff is not None and approval.created_at <= cutoff
 
 
-def _user_or_none(user: Any) -> Any:
+def user_or_none(user: Any) -> Any:
     return user if getattr(user, "is_authenticated", False) else None
 
 
@@ -99,6 +110,8 @@ class Verdict:
     token: str | None = None
     # "It happened": the result a person saw, for an ``outcome_unknown`` approval.
     result: RecordedResult | None = None
+    # "Edit, then approve": the input the call runs with instead of the model's.
+    edited_input: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +183,10 @@ def check_verdict(
     problem = decide_refusal(user, approval, approving=verdict.approved)
     if problem is not None:
         return Refusal(NotPermitted(problem), problem, "approvalId")
+    if verdict.edited_input is not None and verdict.approved:
+        problem = edit_refusal(user, approval)
+        if problem is not None:
+            return Refusal(NotPermitted(problem), problem, "editedInput")
     return state_refusal(approval, verdict, now=now)
 
 
@@ -202,6 +219,14 @@ def state_refusal(
             problem,
             "result",
         )
+    if verdict.edited_input is not None:
+        problem = edit_problem(approval, verdict)
+        if problem is not None:
+            return Refusal(
+                InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+                problem,
+                "editedInput",
+            )
     if not verdict.approved:
         return None  # a denial needs no token
     token = approval.token if verdict.token is None else verdict.token
@@ -211,6 +236,28 @@ def state_refusal(
     return Refusal(
         InvalidVerdict(f"Approval {approval.approval_id}: {problem}."), problem, "token"
     )
+
+
+def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
+    """Why ``verdict.edited_input`` may not replace the call's input: only an approving
+    verdict on a gated call of an ``editable`` tool edits, and the edited input must pass
+    the tool's schema (the problem names the field: ``editedInput.amount: …``)."""
+    if not verdict.approved:
+        return "only an approving verdict may edit the call's input"
+    if approval.kind != ApprovalKind.APPROVAL:
+        return "a call in doubt is not edited: record its result, or run it again"
+    try:
+        tool = approval_tool(approval)
+    except DeuzError as error:
+        return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
+    if tool is None or not tool.editable:
+        return f"the input of {approval.tool_name} calls may not be edited"
+    if tool.validate is not None:
+        try:
+            tool.validate(verdict.edited_input)
+        except ToolArgumentsError as error:
+            return "; ".join(f"editedInput.{issue}" for issue in error.issues)
+    return None
 
 
 def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
@@ -240,10 +287,13 @@ def record_verdict(
             pk=approval.pk, status=ApprovalStatus.PENDING
         ).update(
             status=status,
-            decided_by=_user_or_none(user),
+            decided_by=user_or_none(user),
             decided_at=timezone.now(),
             reason=reason,
             operator=operator,
+            edited_input=verdict.edited_input
+            if status == ApprovalStatus.APPROVED
+            else None,
         )
         if (
             updated == 1
@@ -321,73 +371,3 @@ def current_pending(run: Run) -> QuerySet[Approval]:
     )
     cutoff = expiry_cutoff()
     return pending if cutoff is None else pending.filter(created_at__gt=cutoff)
-
-
-def collect_verdicts(
-    run: Run, *, deny_remaining: bool, user: Any
-) -> list[dict[str, Any]]:
-    """The verdicts that settle the run's pending calls, read from the approval rows.
-
-    Rows too old to decide are recorded ``expired``; with ``deny_remaining`` ("resume
-    now") the undecided rest are recorded ``denied``. Without it an undecided row makes
-    the run not resumable yet, and nothing is written.
-    """
-    ids = pending_ids(run)
-    if not ids:
-        return []
-    rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
-    now = timezone.now()
-    undecided = [
-        approval_id
-        for approval_id in ids
-        if approval_id not in rows
-        or (rows[approval_id].is_pending and not is_expired(rows[approval_id], now))
-    ]
-    if undecided and not deny_remaining:
-        raise RunNotResumable(
-            f"Run '{run.run_id}' still waits for a verdict on {', '.join(undecided)}; "
-            "decide it first, or resume now to deny what is undecided."
-        )
-    for row in rows.values():
-        if row.is_pending:
-            expired = is_expired(row, now)
-            updated = Approval.objects.filter(
-                pk=row.pk, status=ApprovalStatus.PENDING
-            ).update(
-                status=ApprovalStatus.EXPIRED if expired else ApprovalStatus.DENIED,
-                reason=EXPIRED_REASON if expired else RESUMED_WITHOUT_VERDICT,
-                decided_by=None if expired else _user_or_none(user),
-                decided_at=now,
-            )
-            row.refresh_from_db()  # a verdict recorded concurrently wins
-            if updated:
-                trace_verdict(row)
-    verdicts: list[dict[str, Any]] = []
-    for approval_id in ids:
-        row = rows.get(approval_id)
-        if row is not None and row.status == ApprovalStatus.APPROVED:
-            verdicts.append(
-                {"approvalId": approval_id, "approved": True, "token": row.token}
-            )
-        else:
-            reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
-            verdicts.append(
-                {"approvalId": approval_id, "approved": False, "reason": reason}
-            )
-    return verdicts
-
-
-def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
-    """The token age the resume-time settle accepts: ``APPROVAL_MAX_AGE`` as of the
-    moment each approval was decided (a leg that starts late must not deny what was
-    approved in time), so settle makes the same age check the decision did."""
-    age = max_age()
-    if age is None:
-        return None
-    approved = [v["approvalId"] for v in verdicts if v["approved"]]
-    decided = run.approvals.filter(approval_id__in=approved).values_list(
-        "decided_at", flat=True
-    )
-    now = timezone.now()
-    late = max(((now - at) for at in decided if at is not None), default=timedelta())
-    return (age + max(late, timedelta())) / timedelta(milliseconds=1)

@@ -2,7 +2,8 @@
 
 - ``lookup_order`` and ``latest_order`` (when the customer names no order) are free;
 - ``issue_refund`` needs a staff approver holding ``example_project.approve_refund``, and the
-  customer who owns the run may not approve it (separation of duties);
+  customer who owns the run may not approve it (separation of duties); the approver may
+  edit its input (say, the amount) before approving it (``editable``);
 - ``send_email`` is approved by the customer in the chat;
 - ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
   chat with the agent path ``researcher``.
@@ -83,6 +84,7 @@ def latest_order() -> dict[str, object]:
     approval_permission="example_project.approve_refund",
     approval_by_owner=False,
     idempotent=True,
+    editable=True,
 )
 def issue_refund(order_id: str, amount: float, reason: str, ctx: ToolContext) -> str:
     """Refund an amount on an order. A finance staff member must approve it."""
@@ -171,8 +173,15 @@ def _call(call_id: str, name: str, arguments: dict[str, object]) -> ScriptedRepl
 
 
 def _outcome(result: ToolResultPart) -> tuple[bool, str]:
-    """Whether the call succeeded, and its text (a denial's reason included)."""
-    text = result.result if isinstance(result.result, str) else str(result.result)
+    """Whether the call succeeded, and its text (a denial's reason included); a call a
+    person edited before approving it says so (its result names the edited input)."""
+    value = result.result
+    edited = isinstance(value, dict) and "editedInput" in value and "result" in value
+    if edited:
+        value = value["result"]
+    text = value if isinstance(value, str) else str(value)
+    if edited:
+        text += " (A staff member adjusted the request before approving it.)"
     return not result.is_error, text
 
 

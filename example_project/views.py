@@ -59,7 +59,9 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     """Each approval of a run the user sees, and whether the user may approve it.
 
     The chat shows Approve / Deny only where ``mayDecide`` is true; elsewhere (a refund,
-    which only finance staff may approve) it shows that the call waits for staff.
+    which only finance staff may approve) it shows that the call waits for staff. An
+    approval of ``kind`` ``outcome_unknown`` (a call a crash left in doubt) is answered
+    with "it happened" (and its result), "run it again" or "mark it failed" instead.
     """
     if not request.user.is_authenticated:
         return JsonResponse(
@@ -74,6 +76,7 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
         approvals.append(
             {
                 "approvalId": approval.approval_id,
+                "kind": approval.kind,
                 "toolName": approval.tool_name,
                 "status": approval.status,
                 "mayDecide": refusal is None,

@@ -30,6 +30,7 @@ DEUZ = {
         "nested_slow": "tests.django.agents.nested_slow",
         "crashy": "tests.reliability.crash_agent.crashy",
         "held": "tests.django.agents.held",
+        "payer": "tests.django.agents.payer",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
         "support": "tests.django.dashboard_agents.support",

@@ -22,13 +22,21 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ..models import Approval, ApprovalStatus, Run
+from ..models import Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
 from ..transcript import pretty
 from ..verdicts import is_expired
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import ReasonForm, VerdictForm, decide
+from .decisions import (
+    ANSWERS,
+    IN_DOUBT,
+    ReasonForm,
+    VerdictForm,
+    decide,
+    form_problems,
+)
+from .runs import pending_row
 
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
@@ -79,9 +87,10 @@ class ApprovalAdmin(ReadOnlyAdmin):
     changelist_title = gettext_lazy("Approval queue")
     fields = (
         "run_link",
-        "kind",
+        "kind_label",
         "tool",
         "full_input",
+        "edited",
         "agent",
         "owner",
         "created",
@@ -89,6 +98,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "status_badge",
     )
     readonly_fields = fields
+    change_form_template = "admin/deuz_django/approval/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return Approval.objects.for_user(request.user).select_related(
@@ -106,8 +116,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("call"), ordering="tool_name")
     def call(self, obj: Approval) -> str:
-        """The tool, the call's id, the MCP server that serves the tool (if one does)
-        and — for a sub-agent's call — the asking agent."""
+        """The tool, the call's id, the MCP server that serves the tool (if one does),
+        "outcome unknown" for a call a crash left in doubt and — for a sub-agent's
+        call — the asking agent."""
         via = (
             format_html(
                 '<br><span class="deuz-muted">{}</span>',
@@ -116,11 +127,17 @@ class ApprovalAdmin(ReadOnlyAdmin):
             if obj.agent_path
             else ""
         )
+        kind = (
+            format_html("<br>{}", display.badge(obj.kind, obj.get_kind_display()))
+            if obj.kind == ApprovalKind.OUTCOME_UNKNOWN
+            else ""
+        )
         return format_html(
-            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}{}',
+            '<strong>{}</strong> <code class="deuz-muted">{}</code>{}{}{}',
             obj.tool_name,
             obj.approval_id,
             display.mcp_origin(obj),
+            kind,
             via,
         )
 
@@ -192,9 +209,31 @@ class ApprovalAdmin(ReadOnlyAdmin):
             display.mcp_origin(obj),
         )
 
+    @admin.display(description=gettext_lazy("kind"))
+    def kind_label(self, obj: Approval) -> str:
+        """The kind; for a call a crash left in doubt, what that means."""
+        if obj.kind != ApprovalKind.OUTCOME_UNKNOWN:
+            return str(obj.get_kind_display())
+        return format_html(
+            '{}<p class="deuz-explain">{}</p>',
+            display.badge(obj.kind, obj.get_kind_display()),
+            IN_DOUBT,
+        )
+
     @admin.display(description=gettext_lazy("input"))
     def full_input(self, obj: Approval) -> str:
         return display.json_block(obj.input, _("Input of %s") % obj.tool_name)
+
+    @admin.display(description=gettext_lazy("edited input"))
+    def edited(self, obj: Approval) -> str:
+        """The input a person approved the call with, as the difference it made."""
+        if obj.edited_input is None:
+            return display.EMPTY
+        return format_html(
+            "{}{}",
+            display.input_diff(obj.input, obj.edited_input),
+            display.json_block(obj.edited_input, _("Edited input")),
+        )
 
     @admin.display(description=gettext_lazy("agent path"))
     def agent(self, obj: Approval) -> str:
@@ -252,8 +291,17 @@ class ApprovalAdmin(ReadOnlyAdmin):
         approved: bool,
         form: ReasonForm,
         fields: dict[str, str],
+        *,
+        verdict: str | None = None,
+        result: str = "",
+        edit: Any = None,
     ) -> TemplateResponse:
-        """The confirmation page; ``fields`` are posted back with the verdict."""
+        """The confirmation page; ``fields`` are posted back with the verdict.
+
+        ``verdict`` is the run page button's (one approval): for a call a crash left in
+        doubt, the page asks in the words of its three answers and shows the ``result``
+        that "it happened" will record; ``edit`` is the difference an edited input
+        makes (:func:`display.input_diff`)."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -266,6 +314,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
             else:
                 skipped.append((approval, refusal))
         verb = _("Approve") if approved else _("Deny")
+        in_doubt = verdict is not None and all(
+            a.kind == ApprovalKind.OUTCOME_UNKNOWN for a in selected
+        )
         context = {
             **self.admin_site.each_context(request),
             "title": _("%s these calls?") % verb,
@@ -275,12 +326,35 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "decidable": decidable,
             "skipped": skipped,
             "form": form,
+            "answer": ANSWERS[verdict] if in_doubt and verdict else None,
+            "in_doubt": IN_DOUBT,
+            "result": result,
+            "edit": edit,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
         return TemplateResponse(
             request, "admin/deuz_django/approval/decide_confirmation.html", context
         )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The approval's page; a pending one offers the run page's buttons (and the
+        input editor) here too."""
+        approval = self.get_object(request, unquote(object_id))
+        context = dict(extra_context or {})
+        if approval is not None and approval.is_pending:
+            context.update(
+                row=pending_row(request.user, approval),
+                answers=ANSWERS,
+                in_doubt=IN_DOUBT,
+            )
+        return super().change_view(request, object_id, form_url, context)
 
     def get_urls(self) -> list[URLPattern]:
         decide_url = path(
@@ -292,8 +366,9 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @method_decorator(require_POST)
     def decide_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """The run page's Approve/Deny buttons post here: first the confirmation page
-        (the queue's, with the reason box), then — confirmed — the verdict."""
+        """The run page's buttons post here (Approve/Deny, or for a call a crash left in
+        doubt the three answers): first the confirmation page (the queue's, with the
+        reason box), then — confirmed — the verdict."""
         if not self.has_decide_permission(request):
             raise PermissionDenied
         approval = self.get_object(request, unquote(object_id))
@@ -301,23 +376,37 @@ class ApprovalAdmin(ReadOnlyAdmin):
             raise Http404(_("No such approval."))
         form = VerdictForm(request.POST)
         if not form.is_valid():
-            messages.error(
-                request, _("Nothing was recorded: %s") % form.errors.as_text()
-            )
+            messages.error(request, _("Nothing was recorded: %s") % form_problems(form))
         elif request.POST.get("post") != "yes":
             verdict = form.cleaned_data["verdict"]
+            fields = {"verdict": verdict}
+            recorded = form.recorded_result
+            if recorded is not None:
+                fields["result"] = request.POST["result"]
+                if recorded.is_error:
+                    fields["is_error"] = "on"
+            edited = form.edit_of(approval)
+            if edited is not None:
+                fields["edited_input"] = request.POST["edited_input"]
             return self._confirmation(
                 request,
                 [approval],
-                verdict == "approve",
+                form.approved,
                 ReasonForm(),
-                {"verdict": verdict},
+                fields,
+                verdict=verdict,
+                result="" if recorded is None else pretty(recorded.value),
+                edit=None
+                if edited is None
+                else display.input_diff(approval.input, edited),
             )
         else:
             decide(
                 request,
                 [approval],
-                approved=form.cleaned_data["verdict"] == "approve",
+                approved=form.approved,
                 reason=form.cleaned_data["reason"],
+                result=form.recorded_result,
+                edited_input=form.edit_of(approval),
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

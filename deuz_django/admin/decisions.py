@@ -10,6 +10,8 @@ each run whose last pending approval was decided, in the background
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -27,7 +29,8 @@ from ..exceptions import (
     RunBusy,
     RunNotResumable,
 )
-from ..models import Approval, Run, RunStatus
+from ..models import Approval, ApprovalKind, Run, RunStatus
+from ..verdicts import RecordedResult
 from .display import decider, exact_time
 
 REASON_MAX_LENGTH = 2000
@@ -44,7 +47,95 @@ class ReasonForm(forms.Form):
 
 
 class VerdictForm(ReasonForm):
-    verdict = forms.ChoiceField(choices=[("approve", "approve"), ("deny", "deny")])
+    """A per-row button's verdict. ``happened`` answers an ``outcome_unknown`` approval
+    with the call's outcome (``result``, JSON); there ``approve`` runs the call again and
+    ``deny`` marks it failed."""
+
+    verdict = forms.ChoiceField(
+        choices=[("approve", "approve"), ("deny", "deny"), ("happened", "happened")]
+    )
+    result = forms.JSONField(
+        label=gettext_lazy("Result (JSON)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+    )
+    is_error = forms.BooleanField(
+        label=gettext_lazy("The call failed: record this result as its error"),
+        required=False,
+    )
+    edited_input = forms.JSONField(
+        label=gettext_lazy("Edited input (JSON)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        given = str(self.data.get("result", "")).strip()
+        if cleaned.get("verdict") == "happened" and "result" in cleaned and not given:
+            self.add_error("result", _("Give the call's result as JSON."))
+        edited = cleaned.get("edited_input")
+        if edited is not None and not isinstance(edited, dict):
+            self.add_error("edited_input", _("Give the call's input as a JSON object."))
+        return cleaned
+
+    def edit_of(self, approval: Approval) -> dict[str, Any] | None:
+        """The edited input, unless it is the model's own (then nothing was edited)."""
+        edited: dict[str, Any] | None = self.cleaned_data.get("edited_input")
+        return None if edited == approval.input else edited
+
+    @property
+    def approved(self) -> bool:
+        return self.cleaned_data["verdict"] != "deny"
+
+    @property
+    def recorded_result(self) -> RecordedResult | None:
+        """What "it happened" records (``None`` for the other verdicts)."""
+        if self.cleaned_data["verdict"] != "happened":
+            return None
+        return RecordedResult(
+            self.cleaned_data["result"], self.cleaned_data["is_error"]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One answer to a call a crash left in doubt, as the admin words it."""
+
+    label: str
+    effect: str
+
+
+# The explanation the admin shows beside an ``outcome_unknown`` approval.
+IN_DOUBT = gettext_lazy(
+    "This call started before a crash and left no outcome, and its tool is not safe "
+    "to run twice: did it happen?"
+)
+# By the verdict a button posts (VerdictForm.verdict).
+ANSWERS = {
+    "happened": Answer(
+        gettext_lazy("It happened — record this result"),
+        gettext_lazy("The run goes on with this result; the call does not run again."),
+    ),
+    "approve": Answer(
+        gettext_lazy("Run it again"),
+        gettext_lazy("The call runs once more when the run continues."),
+    ),
+    "deny": Answer(
+        gettext_lazy("Mark it failed"),
+        gettext_lazy("The call is answered with an error; it does not run again."),
+    ),
+}
+
+
+def form_problems(form: forms.Form) -> str:
+    """``Result (JSON): Enter a valid JSON.`` — each error after its field's label."""
+    parts = []
+    for name, errors in form.errors.items():
+        text = " ".join(str(e) for e in errors)
+        field = form.fields.get(name)
+        parts.append(f"{field.label or name}: {text}" if field else text)
+    return " ".join(parts)
 
 
 def call_label(approval: Approval) -> str:
@@ -61,14 +152,25 @@ def decide(
     *,
     approved: bool,
     reason: str = "",
+    result: RecordedResult | None = None,
+    edited_input: dict[str, Any] | None = None,
 ) -> None:
-    """Record one verdict per approval, report each outcome, resume the runs now ready."""
+    """Record one verdict per approval, report each outcome, resume the runs now ready.
+
+    ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome;
+    ``edited_input`` approves a call of an ``editable`` tool with that input instead.
+    """
     recorded: list[Approval] = []
     ready: dict[int, Run] = {}
     for approval in approvals:
         try:
             decision = services.decide_approval(
-                approval, user=request.user, approved=approved, reason=reason
+                approval,
+                user=request.user,
+                approved=approved,
+                reason=reason,
+                result=result,
+                edited_input=edited_input,
             )
         except (NotPermitted, ApprovalNotFound) as error:
             messages.error(
@@ -99,20 +201,50 @@ def decide(
             ready[approval.run_id] = approval.run
     if recorded:
         calls = ", ".join(call_label(a) for a in recorded)
-        text = (
-            ngettext(
-                "Approved %(calls)s.",
-                "Approved %(count)d calls: %(calls)s.",
-                len(recorded),
-            )
-            if approved
-            else ngettext(
-                "Denied %(calls)s.", "Denied %(count)d calls: %(calls)s.", len(recorded)
-            )
+        messages.success(
+            request,
+            _recorded_text(recorded, approved, result)
+            % {"calls": calls, "count": len(recorded)},
         )
-        messages.success(request, text % {"calls": calls, "count": len(recorded)})
     for run in ready.values():
         resume_and_report(request, run)
+
+
+def _recorded_text(
+    recorded: list[Approval], approved: bool, result: RecordedResult | None
+) -> str:
+    """What was recorded, in the words of the question asked: for calls a crash left in
+    doubt "it happened", "run it again" or "mark it failed", else approved or denied."""
+    count = len(recorded)
+    if all(a.kind == ApprovalKind.OUTCOME_UNKNOWN for a in recorded):
+        if result is not None:
+            return ngettext(
+                "Recorded the result of %(calls)s: it happened.",
+                "Recorded the result of %(count)d calls: %(calls)s.",
+                count,
+            )
+        if approved:
+            return ngettext(
+                "%(calls)s will run again.",
+                "%(count)d calls will run again: %(calls)s.",
+                count,
+            )
+        return ngettext(
+            "Marked %(calls)s failed.",
+            "Marked %(count)d calls failed: %(calls)s.",
+            count,
+        )
+    return (
+        ngettext(
+            "Approved %(calls)s.",
+            "Approved %(count)d calls: %(calls)s.",
+            len(recorded),
+        )
+        if approved
+        else ngettext(
+            "Denied %(calls)s.", "Denied %(count)d calls: %(calls)s.", len(recorded)
+        )
+    )
 
 
 def already_decided(approval: Approval) -> str:

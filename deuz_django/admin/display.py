@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import formats, timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext as _
@@ -67,6 +67,45 @@ def json_block(value: Any, label: str) -> SafeString:
         '<pre class="deuz-json" tabindex="0" aria-label="{}">{}</pre>',
         label,
         pretty(value),
+    )
+
+
+def input_changes(original: Any, edited: Any) -> list[tuple[str, str, str]]:
+    """What an edit changed, field by field: ``(field, model's value, edited value)``
+    as one-line JSON (``—`` where a side has no such field)."""
+    if not isinstance(original, dict) or not isinstance(edited, dict):
+        return [("", compact(original), compact(edited))]
+    keys = [*original, *(k for k in edited if k not in original)]
+    return [
+        (
+            str(key),
+            compact(original[key]) if key in original else EMPTY,
+            compact(edited[key]) if key in edited else EMPTY,
+        )
+        for key in keys
+        if original.get(key, EMPTY) != edited.get(key, EMPTY)
+        or (key in original) != (key in edited)
+    ]
+
+
+def input_diff(original: Any, edited: Any) -> SafeString:
+    """The difference an edit made, as a small table: field, the model's value (struck
+    through), the edited value."""
+    rows = format_html_join(
+        "",
+        '<tr><th scope="row"><code>{}</code></th><td><del>{}</del></td>'
+        "<td><ins>{}</ins></td></tr>",
+        input_changes(original, edited),
+    )
+    return format_html(
+        '<table class="deuz-diff"><caption>{}</caption><thead><tr><th scope="col">{}'
+        '</th><th scope="col">{}</th><th scope="col">{}</th></tr></thead>'
+        "<tbody>{}</tbody></table>",
+        _("A person edited the input"),
+        _("Field"),
+        _("The model's"),
+        _("Edited"),
+        rows,
     )
 
 

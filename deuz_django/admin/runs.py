@@ -1,6 +1,7 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
-its transcript (sub-agents included), its pending approvals with Approve/Deny buttons, and
-its decision history. Runs are never edited by hand: every write goes through the service.
+its transcript (sub-agents included), its pending approvals with Approve/Deny buttons (for
+a call a crash left in doubt: it happened, run it again, mark it failed), and its decision
+history. Runs are never edited by hand: every write goes through the service.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
-from ..models import Approval, ApprovalStatus, Run
-from ..permissions import decide_refusal
+from ..models import Approval, ApprovalKind, ApprovalStatus, Run
+from ..permissions import decide_refusal, edit_refusal, is_editable
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
+from .decisions import ANSWERS, IN_DOUBT
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -55,26 +57,38 @@ class PendingRow:
     can_approve: bool
     can_deny: bool
     refusal: str | None
+    can_edit: bool = False  # may approve it with an edited input
 
     @property
     def input(self) -> str:
         return pretty(self.approval.input)
 
+    @property
+    def in_doubt(self) -> bool:
+        """A call a crash left in doubt: answered "it happened", "run it again" or
+        "mark it failed" instead of approved or denied."""
+        return self.approval.kind == ApprovalKind.OUTCOME_UNKNOWN
+
+
+def pending_row(user: Any, approval: Approval) -> PendingRow:
+    approve_refusal = decide_refusal(user, approval, approving=True)
+    deny_refusal = decide_refusal(user, approval, approving=False)
+    return PendingRow(
+        approval,
+        can_approve=approve_refusal is None,
+        can_deny=deny_refusal is None,
+        refusal=approve_refusal or deny_refusal,
+        can_edit=approval.kind == ApprovalKind.APPROVAL
+        and is_editable(approval)
+        and edit_refusal(user, approval) is None,
+    )
+
 
 def pending_rows(user: Any, run: Run) -> list[PendingRow]:
-    rows = []
-    for approval in run.approvals.pending().select_related("run"):
-        approve_refusal = decide_refusal(user, approval, approving=True)
-        deny_refusal = decide_refusal(user, approval, approving=False)
-        rows.append(
-            PendingRow(
-                approval,
-                can_approve=approve_refusal is None,
-                can_deny=deny_refusal is None,
-                refusal=approve_refusal or deny_refusal,
-            )
-        )
-    return rows
+    return [
+        pending_row(user, approval)
+        for approval in run.approvals.pending().select_related("run")
+    ]
 
 
 @admin.register(Run)
@@ -221,8 +235,18 @@ class RunAdmin(ReadOnlyAdmin):
             context.update(
                 sections=sections(run),
                 pending_rows=pending_rows(request.user, run),
-                decided=run.approvals.exclude(status=ApprovalStatus.PENDING)
-                .select_related("decided_by")
-                .order_by("decided_at", "pk"),
+                answers=ANSWERS,
+                in_doubt=IN_DOUBT,
+                decided=[
+                    (
+                        a,
+                        None
+                        if a.edited_input is None
+                        else display.input_diff(a.input, a.edited_input),
+                    )
+                    for a in run.approvals.exclude(status=ApprovalStatus.PENDING)
+                    .select_related("decided_by")
+                    .order_by("decided_at", "pk")
+                ],
             )
         return super().change_view(request, object_id, form_url, context)

@@ -56,6 +56,18 @@ def read_batch(data: Any) -> dict[str, Any]:
     raise InvalidVerdicts(_summary(errors), code="invalid", errors=errors)
 
 
+def read_verdict(fields: dict[str, Any]) -> Verdict:
+    """One verdict as :class:`~.serializers.VerdictSerializer` validated it (the REST
+    batch's items and the WebSocket's ``approval-response`` frames alike)."""
+    return Verdict(
+        fields["approved"],
+        fields.get("reason", ""),
+        fields.get("token", ""),
+        RecordedResult(fields["result"]) if "result" in fields else None,
+        fields.get("editedInput"),
+    )
+
+
 def check_batch(
     user: Any, run: Run, verdicts: list[dict[str, Any]]
 ) -> list[tuple[Verdict, Approval]]:
@@ -65,15 +77,7 @@ def check_batch(
     approvals decided already (409), then expiry and tokens (400).
     """
     checked = [
-        (
-            Verdict(
-                v["approved"],
-                v.get("reason", ""),
-                v.get("token", ""),
-                RecordedResult(v["result"]) if "result" in v else None,
-            ),
-            a,
-        )
+        (read_verdict(v), a)
         for v, a in zip(verdicts, _approvals(run, verdicts), strict=True)
     ]
     refusals = [

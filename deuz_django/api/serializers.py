@@ -177,9 +177,36 @@ class VerdictSerializer(serializers.Serializer):
         ),
     )
 
+    editedInput = serializers.DictField(
+        required=False,
+        help_text=(
+            "Only with approved=true on a call of an editable tool, by a user holding "
+            "deuz_django.edit_approval_input: the input the call runs with instead of "
+            "the model's (checked against the tool's schema). The token still pins the "
+            "model's call; an edit never changes the tool."
+        ),
+    )
+
     def validate_result(self, value: Any) -> Any:
         check_json_text(value)
         return value
+
+    def validate_editedInput(self, value: dict[str, Any]) -> dict[str, Any]:
+        check_json_text(value)
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and "toolName" in data:
+            raise serializers.ValidationError(
+                {
+                    "toolName": [
+                        "A verdict never names the tool: an edit changes only the "
+                        "call's input (editedInput), and the token pins the tool."
+                    ]
+                },
+                code="invalid",
+            )
+        return super().to_internal_value(data)
 
 
 class VerdictBatchSerializer(serializers.Serializer):
@@ -283,7 +310,14 @@ class ApprovalSerializer(serializers.ModelSerializer):
     runId = serializers.CharField(source="run.run_id")
     toolCallId = serializers.CharField(source="tool_call_id")
     toolName = serializers.CharField(source="tool_name")
-    input = serializers.JSONField(help_text="The call's arguments.")
+    input = serializers.JSONField(
+        help_text="The call's arguments, as the model gave them."
+    )
+    editedInput = serializers.JSONField(
+        source="edited_input",
+        allow_null=True,
+        help_text="The arguments a person changed the call to before approving it.",
+    )
     agentPath = serializers.ListField(
         child=serializers.CharField(), source="agent_path"
     )
@@ -301,6 +335,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "toolCallId",
             "toolName",
             "input",
+            "editedInput",
             "agentPath",
             "token",
             "status",

@@ -75,12 +75,18 @@ class ToolApprovalRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalResponse:
-    """A verdict on one approval; an approving verdict echoes the request's signed token."""
+    """A verdict on one approval; an approving verdict echoes the request's signed token.
+
+    ``edited_input`` (only when approving a call of an ``editable`` tool) is the input a
+    person changed the call to: the token still pins the model's call, the tool runs with
+    the edited input, and its result tells the model so (:func:`edited_result`).
+    """
 
     approval_id: str
     approved: bool
     reason: str | None = None
     token: str | None = None
+    edited_input: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -91,6 +97,8 @@ class ToolApprovalResponse:
             out["reason"] = self.reason
         if self.token is not None:
             out["token"] = self.token
+        if self.edited_input is not None:
+            out["editedInput"] = self.edited_input
         return out
 
     @classmethod
@@ -115,9 +123,28 @@ class ToolApprovalResponse:
         if token is not None and not isinstance(token, str):
             # The token's value is never echoed back (R12.1).
             raise InvalidInputError(f"{path}.token: expected a string")
+        edited = data.get("editedInput", data.get("edited_input"))
+        if edited is not None and not isinstance(edited, dict):
+            raise InvalidInputError(f"{path}.editedInput: expected an object")
         return cls(
-            approval_id=approval_id, approved=approved, reason=reason, token=token
+            approval_id=approval_id,
+            approved=approved,
+            reason=reason,
+            token=token,
+            edited_input=edited,
         )
+
+
+EDITED_NOTE = (
+    "A person changed this call's arguments before approving it; it ran with "
+    "editedInput instead of the arguments you gave."
+)
+
+
+def edited_result(value: Any, edited_input: dict[str, Any]) -> dict[str, Any]:
+    """What the model is told of a call a person edited: the tool's result, the input it
+    really ran with, and a note saying so — the conversation stays truthful."""
+    return {"result": value, "editedInput": edited_input, "note": EDITED_NOTE}
 
 
 def coerce_approval_responses(

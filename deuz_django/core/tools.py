@@ -38,11 +38,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call the model made (SPEC R1.14)."""
+    """One call the model made (SPEC R1.14); ``edited_from`` is the model's input when a
+    person edited ``args`` before approving the call."""
 
     tool_call_id: str
     tool_name: str
     args: Any
+    edited_from: Any = None
 
 
 @dataclass(frozen=True, slots=True)

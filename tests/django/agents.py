@@ -187,3 +187,26 @@ held = AgentSpec(
     ),
     tools=[hold],
 )
+
+
+@tool(needs_approval=True, editable=True, approval_by_owner=False)
+def pay(to: str, amount: float) -> str:
+    """Pay someone (a person may edit the amount before approving; not the owner)."""
+    record_effect(f"pay:{to}:{amount}")
+    return f"paid {amount} to {to}"
+
+
+payer = AgentSpec(
+    model=by_turn(
+        [
+            reply(
+                tool_calls=[
+                    ("p1", "pay", {"to": "ann", "amount": 50.0}),
+                    ("e1", "send_email", {"to": "ann@example.com"}),
+                ]
+            ),
+            reply(text="Paid and emailed."),
+        ]
+    ),
+    tools=[pay, send_email],
+)

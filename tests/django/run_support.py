@@ -8,7 +8,9 @@ from typing import Any
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.core import Message, ToolUsePart
 from deuz_django.models import Approval, Run
+from deuz_django.step_journal import DjangoStepJournal
 from deuz_django.store import DjangoSessionStore, decode_message
 
 PROMPT = [{"role": "user", "content": "Refund order A-1 and email Ann."}]
@@ -28,6 +30,24 @@ def ready_to_resume(owner: Any) -> Run:
     run = services.start_run(agent="held", messages=PROMPT, owner=owner)
     assert services.resume_run(run.run_id).status == "suspended"
     services.decide_approval(approval(run, "hold"), user=owner, approved=True)
+    return run
+
+
+def in_doubt(owner: Any) -> Run:
+    """A ``slow`` run whose first leg recorded step 0's turn and started ``s1``, then
+    died; its next leg suspends on ``s1`` (an ``outcome_unknown`` approval) instead of
+    running it again."""
+    run = services.start_run(agent="slow", messages=PROMPT, owner=owner)
+    journal = DjangoStepJournal()
+    journal.record_turn(
+        run.run_id,
+        0,
+        1,
+        Message("assistant", (ToolUsePart("s1", "slow", {"step": 1}),)),
+    )
+    journal.record_start(run.run_id, 0, "s1")
+    assert services.resume_run(run.run_id).status == "suspended"
+    run.refresh_from_db()
     return run
 
 

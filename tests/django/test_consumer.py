@@ -14,8 +14,10 @@ from django.contrib.auth.models import AnonymousUser
 
 from deuz_django.consumers import BURST
 from deuz_django.frames import MAX_FRAME_BYTES
-from deuz_django.models import Approval, ApprovalStatus, Run
+from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
 from deuz_django.routing import websocket_urlpatterns
+
+from .run_support import in_doubt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
@@ -343,3 +345,62 @@ async def test_the_socket_answers_with_the_codes_the_api_uses(
         "approval_already_decided",
         "Approval e1 was already denied.",
     )
+
+
+async def test_an_approval_response_with_a_result_records_that_the_call_happened(
+    connect: Connect, ann: Any, effects: Any
+) -> None:
+    run = await sync_to_async(in_doubt)(ann)
+    asked = await Approval.objects.aget(run=run, approval_id="s1")
+    ws = await connect(ann)
+    await ws.send_json_to({"type": "subscribe", "runId": run.run_id, "lastSeq": -1})
+    await ws.send_json_to(
+        {
+            "type": "approval-response",
+            "runId": run.run_id,
+            "approvalId": "s1",
+            "approved": True,
+            "token": asked.token,
+            "result": {"done": "by hand"},
+        }
+    )
+    frames = await until(ws, lambda f: f.get("type") == "approval-recorded")
+    assert frames[-1]["status"] == "approved"
+    results = await until(
+        ws,
+        lambda f: (
+            f.get("part", {}).get("type") == "tool-result"
+            and f["part"]["toolCallId"] == "s1"
+        ),
+    )
+    assert results[-1]["part"]["output"] == {"done": "by hand"}
+    assert "slow:1:start" not in effects()
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "problem"),
+    [
+        ({"result": "\u0000"}, "invalid_field", "result"),
+        ({"result": "done", "approved": False}, "invalid_verdict", "records a result"),
+    ],
+)
+async def test_a_bad_result_gets_an_error_frame_and_nothing_is_recorded(
+    connect: Connect, ann: Any, change: dict[str, Any], code: str, problem: str
+) -> None:
+    run = await sync_to_async(in_doubt)(ann)
+    asked = await Approval.objects.aget(run=run, approval_id="s1")
+    ws = await connect(ann)
+    frame = {
+        "type": "approval-response",
+        "runId": run.run_id,
+        "approvalId": "s1",
+        "approved": True,
+        "token": asked.token,
+    }
+    await ws.send_json_to({**frame, **change})
+    error = await ws.receive_json_from(timeout=5)
+    assert (error["type"], error["code"]) == ("error", code)
+    assert problem in error["message"]
+    await asked.arefresh_from_db()
+    assert asked.status == ApprovalStatus.PENDING
+    assert await RunCall.objects.filter(step__run=run, finished=False).acount() == 1

@@ -20,7 +20,7 @@ from deuz_django.step_journal import DjangoStepJournal
 from deuz_django.store import Lease
 from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
 from tests.api.support import client, verdicts_url
-from tests.django.run_support import PROMPT, approval, suspended, tool_results
+from tests.django.run_support import approval, in_doubt, suspended, tool_results
 
 
 @pytest.mark.django_db(transaction=True)
@@ -80,29 +80,13 @@ def test_a_fenced_journal_refuses_a_turn_once_the_lease_was_taken_over() -> None
 # -- a call a crash left in doubt ------------------------------------------------------
 
 
-def _in_doubt(owner: Any) -> Run:
-    """A ``slow`` run whose first leg recorded step 0's turn and started ``s1``, then
-    died; its next leg suspends on ``s1`` instead of running it again."""
-    run = services.start_run(agent="slow", messages=PROMPT, owner=owner)
-    journal = DjangoStepJournal()
-    journal.record_turn(
-        run.run_id,
-        0,
-        1,
-        Message("assistant", (ToolUsePart("s1", "slow", {"step": 1}),)),
-    )
-    journal.record_start(run.run_id, 0, "s1")
-    assert services.resume_run(run.run_id).status == "suspended"
-    return run
-
-
 @pytest.mark.django_db(transaction=True)
 def test_an_in_doubt_call_is_surfaced_as_an_outcome_unknown_approval(
     make_user: Callable[..., Any], effects: Callable[[], list[str]]
 ) -> None:
-    run = _in_doubt(make_user("ann"))
-    in_doubt = approval(run, "slow")
-    assert (in_doubt.kind, in_doubt.status, in_doubt.tool_call_id) == (
+    run = in_doubt(make_user("ann"))
+    asked = approval(run, "slow")
+    assert (asked.kind, asked.status, asked.tool_call_id) == (
         "outcome_unknown",
         "pending",
         "s1",
@@ -115,8 +99,8 @@ def test_it_happened_over_rest_records_the_result_and_the_call_never_runs(
     make_user: Callable[..., Any], effects: Callable[[], list[str]]
 ) -> None:
     ann = make_user("ann")
-    run = _in_doubt(ann)
-    in_doubt = approval(run, "slow")
+    run = in_doubt(ann)
+    asked = approval(run, "slow")
     response = client(ann).post(
         verdicts_url(run),
         {
@@ -124,7 +108,7 @@ def test_it_happened_over_rest_records_the_result_and_the_call_never_runs(
                 {
                     "approvalId": "s1",
                     "approved": True,
-                    "token": in_doubt.token,
+                    "token": asked.token,
                     "result": "slow 1 done (checked by hand)",
                 }
             ],
@@ -136,8 +120,8 @@ def test_it_happened_over_rest_records_the_result_and_the_call_never_runs(
     assert services.resume_run(run.run_id).status == "completed"
     assert "slow:1:start" not in effects()
     assert tool_results(run)["s1"] == ("slow 1 done (checked by hand)", False)
-    in_doubt.refresh_from_db()
-    assert (in_doubt.status, in_doubt.decided_by) == ("approved", ann)
+    asked.refresh_from_db()
+    assert (asked.status, asked.decided_by) == ("approved", ann)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -145,7 +129,7 @@ def test_run_it_again_runs_the_in_doubt_call_once_more(
     make_user: Callable[..., Any], effects: Callable[[], list[str]]
 ) -> None:
     ann = make_user("ann")
-    run = _in_doubt(ann)
+    run = in_doubt(ann)
     services.decide_approval(approval(run, "slow"), user=ann, approved=True)
     assert services.resume_run(run.run_id).status == "completed"
     assert effects().count("slow:1:start") == 1
@@ -157,7 +141,7 @@ def test_mark_it_failed_answers_the_in_doubt_call_with_an_error(
     make_user: Callable[..., Any], effects: Callable[[], list[str]]
 ) -> None:
     ann = make_user("ann")
-    run = _in_doubt(ann)
+    run = in_doubt(ann)
     services.decide_approval(
         approval(run, "slow"), user=ann, approved=False, reason="Marked failed."
     )

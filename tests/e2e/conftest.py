@@ -209,6 +209,16 @@ CUSTOMER = ("customer", "customer-pass")
 STAFF = ("staff", "staff-pass")
 
 
+@pytest.fixture
+def chat(browser: Browser, demo_server: Daphne) -> Iterator[Page]:
+    """A laptop-sized page on the demo site, nobody signed in yet."""
+    context = new_context(browser, demo_server, width=1280, height=860)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 def sign_in(page: Page, username: str, password: str) -> None:
     """Open the chat; as nobody is signed in it sends the browser to its login page."""
     page.goto("/")
@@ -239,8 +249,12 @@ def answered(page: Page, text: str) -> Locator:
 
 
 def approval_card(page: Page, tool_name: str) -> Locator:
-    """The card of a gated call, whatever its heading says (asking, or decided)."""
-    label = "Approval needed|Approved|Denied|Expired|Decided"
+    """The card of a gated call (or of a call a crash left in doubt), whatever its
+    heading says (asking, or decided)."""
+    label = (
+        "Approval needed|Approved|Denied|Expired|Decided"
+        "|Outcome unknown|It happened|Run again|Marked failed|Settled"
+    )
     name = re.compile(rf"^({label}): {re.escape(tool_name)}$")
     return page.get_by_role("region", name=name)
 

@@ -1,21 +1,22 @@
 """The chat page in a real browser: the customer's approval cards, a refund only staff may
-approve (decided in the admin while the customer watches), a denial, and the researcher
-sub-agent's gated call. The approval-card screenshots are the ones the README shows."""
+approve (decided in the admin while the customer watches, once with an edited amount), a
+denial, and the researcher sub-agent's gated call. The approval-card screenshots are the
+ones the README shows."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.live_site import Daphne, LiveSite
 
 from .conftest import (
     CUSTOMER,
+    QUEUE,
     STAFF,
+    admin_sign_in,
     answered,
     approval_card,
     ask,
@@ -32,20 +33,15 @@ EMAIL_DENIED = (
 REFUNDED = (
     "Good news: Refunded $39.90 on A-1003. It reaches your card in 3–5 business days."
 )
+EDITED_REFUND = (
+    "Good news: Refunded $20.00 on A-1001. (A staff member adjusted the request before "
+    "approving it.) It reaches your card in 3–5 business days."
+)
 RESEARCHED = "That is what the researcher found. Anything else?"
 RESEARCHER_SAID = (
     "Returns are accepted within 30 days and refunds take 3–5 business days. "
     "I saved a note to your file."
 )
-
-
-@pytest.fixture
-def chat(browser: Browser, demo_server: Daphne) -> Iterator[Page]:
-    context = new_context(browser, demo_server, width=1280, height=860)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_a_customer_approves_an_email_and_the_answer_streams(
@@ -177,3 +173,46 @@ def test_the_researchers_gated_call_shows_its_agent_path_and_is_approved_on_a_ph
         ).to_have_attribute("aria-current", "page")
     finally:
         context.close()
+
+
+def test_staff_edit_a_refunds_amount_in_the_admin_and_the_customer_sees_it(
+    chat: Page, browser: Browser, demo_server: Daphne, demo_site: LiveSite
+) -> None:
+    sign_in(chat, *CUSTOMER)
+    run_id = ask(chat, "Please refund order A-1001")
+    card = approval_card(chat, "issue_refund")
+    expect(card).to_contain_text('"amount": 249,')
+    expect(card).to_contain_text("Waiting for staff approval")
+
+    staff = new_context(browser, demo_server)
+    try:
+        admin = staff.new_page()
+        admin_sign_in(admin, STAFF[0], QUEUE, STAFF[1])
+        row = admin.get_by_role("row", name=re.compile(r"issue_refund refund_1"))
+        row.filter(has_text=run_id[:8]).get_by_role("link").first.click()
+        admin.get_by_text("Edit the input, then approve").click()
+        editor = admin.get_by_label("Edited input (JSON)")
+        editor.fill(
+            '{"order_id": "A-1001", "amount": 20.0, "reason": "Customer request"}'
+        )
+        admin.get_by_role("button", name=re.compile("with the edited input")).click()
+        diff = admin.locator(".deuz-diff")
+        expect(diff).to_contain_text("amount")
+        expect(diff.locator("del")).to_have_text(re.compile(r"^249(\.0)?$"))
+        expect(diff.locator("ins")).to_have_text(re.compile(r"^20(\.0)?$"))
+        admin.get_by_role("button", name="Approve 1 call").click()
+        expect(admin.locator(".messagelist")).to_contain_text(
+            f"Approved issue_refund (refund_1) on run {run_id}."
+        )
+    finally:
+        staff.close()
+
+    expect(answered(chat, EDITED_REFUND)).to_be_visible()
+    expect(card.get_by_role("heading")).to_have_text("Approved: issue_refund")
+    refunded = demo_site.script(
+        """
+        from example_project.models import Order
+        print(json.dumps(str(Order.objects.get(number="A-1001").refunded)))
+        """
+    )
+    assert refunded == "20.00"

@@ -169,6 +169,7 @@ def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
     staff = User.objects.get(username="staff")
     assert staff.is_staff
     assert staff.has_perm("example_project.approve_refund")
+    assert staff.has_perm("deuz_django.edit_approval_input")
     assert User.objects.get(username="customer").check_password("customer-pass")
     assert not User.objects.get(username="customer").has_perm(
         "example_project.approve_refund"

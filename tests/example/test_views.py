@@ -79,6 +79,7 @@ def test_the_owner_may_decide_an_email_but_only_staff_a_refund(shop: Any) -> Non
         "approvals": [
             {
                 "approvalId": "email_1",
+                "kind": "approval",
                 "toolName": "send_email",
                 "status": "pending",
                 "mayDecide": True,

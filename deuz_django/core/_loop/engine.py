@@ -204,7 +204,7 @@ class LoopRun:
         results: list[ToolResult] = []
         try:
             async for part in self._execute(
-                plan.calls, plan.denials, results, True, recorder
+                plan.executed_calls(), plan.denials, results, True, recorder
             ):
                 yield part
         except SubAgentSuspension as suspension:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import tracing
 from ..abort import AbortController, AbortSignal, any_signal
-from ..approvals import ToolApprovalRequest
+from ..approvals import ToolApprovalRequest, edited_result
 from ..deps import Deps
 from ..messages import Message, ToolResultPart
 from ..parts import StreamPart, ToolOutputPart, ToolStatePart
@@ -100,8 +100,21 @@ async def run_one(
     ctx: ToolContext,
     deps: Deps,
 ) -> ToolResult:
-    """One call's outcome, in the reference's precedence order (R3.14)."""
+    """One call's outcome, in the reference's precedence order (R3.14); for a call a
+    person edited, wrapped so the model is told (:func:`edited_result`)."""
+    result = await _outcome(call, tools, denials, ctx, deps)
+    if call.edited_from is None:
+        return result
+    return replace(result, result=edited_result(result.result, call.args))
 
+
+async def _outcome(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    denials: Mapping[str, Denial],
+    ctx: ToolContext,
+    deps: Deps,
+) -> ToolResult:
     def error(text: str) -> ToolResult:
         return ToolResult(call.tool_call_id, call.tool_name, text, True)
 

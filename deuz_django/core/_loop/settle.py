@@ -4,13 +4,14 @@ before the first model call (SPEC §5.4, §5.5, R10.9, D4, D10)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..abort import AbortSignal
 from ..approvals import ApprovalSignerLike, ToolApprovalResponse
 from ..durable.signer import token_problem
 from ..messages import Message, ToolResultPart, ToolUsePart
-from ..tools import Tool, ToolCall
+from ..tools import Tool, ToolArgumentsError, ToolCall
 from .approval import (
     CLIENT_TOOL_REASON,
     CONFLICT_REASON,
@@ -24,10 +25,36 @@ from .approval import (
 
 @dataclass(frozen=True, slots=True)
 class SettlePlan:
-    """The unanswered calls of the trailing assistant turn, and which of them are denied."""
+    """The unanswered calls of the trailing assistant turn, which of them are denied, and
+    the input a person edited approved calls to (by call id)."""
 
     calls: tuple[ToolCall, ...]
     denials: dict[str, Denial]
+    edits: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def executed_calls(self) -> tuple[ToolCall, ...]:
+        """The calls as they run: an edited one with its edited input (and the model's
+        input kept as ``edited_from``, so its result says a person changed it)."""
+        return tuple(
+            ToolCall(c.tool_call_id, c.tool_name, self.edits[c.tool_call_id], c.args)
+            if c.tool_call_id in self.edits
+            else c
+            for c in self.calls
+        )
+
+
+def edit_problem(tools: Mapping[str, Tool], call: ToolCall, edited: Any) -> str | None:
+    """Why ``edited`` may not replace ``call``'s input: the tool must be ``editable``
+    and the edited input must pass its schema (checked again here, fail closed)."""
+    declared = tools.get(call.tool_name)
+    if declared is None or not declared.editable:
+        return f"The input of {call.tool_name} calls may not be edited."
+    if declared.validate is not None:
+        try:
+            declared.validate(edited)
+        except ToolArgumentsError as exc:
+            return f"Invalid edited input: {exc}"
+    return None
 
 
 def unanswered_calls(history: tuple[Message, ...]) -> tuple[ToolCall, ...]:
@@ -88,6 +115,7 @@ async def plan_settle(
         return None
     by_id = _verdicts_by_id(responses)
     denials: dict[str, Denial] = {}
+    edits: dict[str, dict[str, Any]] = {}
     for call in calls:
         verdict = by_id.get(call.tool_call_id)
         if verdict is not None:
@@ -104,8 +132,14 @@ async def plan_settle(
                 is not None
             ):
                 denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
+            elif verdict.edited_input is not None:
+                problem = edit_problem(tools, call, verdict.edited_input)
+                if problem is None:
+                    edits[call.tool_call_id] = verdict.edited_input
+                else:
+                    denials[call.tool_call_id] = Denial(problem)
         elif is_client_tool(tools, call.tool_name):
             denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
         elif await is_gated(tools, call, history, signal):
             denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
-    return SettlePlan(calls, denials)
+    return SettlePlan(calls, denials, edits)

@@ -28,6 +28,7 @@ APPROVER_PERMISSIONS = [
     ("deuz_django", "view_approval"),
     ("deuz_django", "decide_approval"),
     ("deuz_django", "resume_run"),
+    ("deuz_django", "edit_approval_input"),
     ("example_project", "approve_refund"),
 ]
 

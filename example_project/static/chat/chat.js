@@ -38,6 +38,17 @@ const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expir
 const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
 const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
 const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
+const IN_DOUBT = "outcome_unknown"; // deuz_django.models.ApprovalKind.OUTCOME_UNKNOWN
+const IN_DOUBT_TEXT = "This call started before a crash and left no outcome. Did it happen?";
+// A call a crash left in doubt is answered in one of three ways (deuz_django/verdicts.py).
+const ANSWERS = {
+  happened: { button: "It happened — record this result", sending: "Recording the result…",
+    title: "It happened", outcome: "Recorded — the assistant continues with this result." },
+  again: { button: "Run it again", sending: "Asking to run it again…",
+    title: "Run again", outcome: "The call runs again — the assistant continues." },
+  failed: { button: "Mark it failed", sending: "Marking it failed…",
+    title: "Marked failed", outcome: "Marked failed." },
+};
 
 /** Build an element: h("p", {class: "x"}, "text", child). */
 function h(tag, attributes = {}, ...children) {
@@ -78,6 +89,7 @@ class ToolCall {
   update(part) {
     this.paused = false;
     if (part.type === "tool-result") {
+      this.output = part.output;
       this.error = part.isError ? describeOutput(part.output) : "";
     } else {
       this.state = part.state;
@@ -123,6 +135,8 @@ class ApprovalCard {
     this.conversation = conversation;
     this.part = part;
     this.state = "checking"; // → offered | staff | sent | recorded | settled
+    this.kind = "approval"; // or IN_DOUBT, once the server said so
+    this.answer = null; // the answer sent, for a call in doubt: a key of ANSWERS
     const headingId = `approval-${conversation.runId}-${part.approvalId}`;
     this.decision = h("div", { class: "decision", "aria-live": "polite" },
       h("p", { class: "muted" }, "Checking who may decide…"));
@@ -151,6 +165,11 @@ class ApprovalCard {
   /** What the server says about this approval: still pending, and may this user decide? */
   offer(info) {
     if (this.state !== "checking") return;
+    if (info.kind === IN_DOUBT) {
+      this.kind = IN_DOUBT;
+      this.heading.after(h("p", { class: "in-doubt" }, IN_DOUBT_TEXT));
+      this.title("Outcome unknown");
+    }
     if (info.status !== "pending") {
       this.record(info.status);
     } else if (info.mayDecide) {
@@ -165,13 +184,11 @@ class ApprovalCard {
   }
 
   showButtons(problem = "") {
+    if (this.kind === IN_DOUBT) return this.showAnswers(problem);
     const reasonId = `${this.el.getAttribute("aria-labelledby")}-reason`;
     const reason = h("textarea", { id: reasonId, rows: "2" });
     const decide = (approved) => {
-      if (!this.conversation.decide(this, approved, reason.value.trim())) return;
-      this.state = "sent";
-      this.show(h("p", { class: "muted", tabindex: "-1" }, approved ? "Approving…" : "Denying…"));
-      this.decision.firstChild.focus();
+      this.send({ approved, reason: reason.value.trim() }, approved ? "Approving…" : "Denying…");
     };
     this.show(
       problem ? h("p", { class: "form-error", role: "alert" }, problem) : "",
@@ -182,10 +199,61 @@ class ApprovalCard {
         h("button", { type: "button", onclick: () => decide(false) }, "Deny")));
   }
 
+  /** A call in doubt: it happened (with the result the user saw), run it again, or failed. */
+  showAnswers(problem = "") {
+    const id = this.el.getAttribute("aria-labelledby");
+    const result = h("textarea", { id: `${id}-result`, class: "result-input", rows: "3",
+      "aria-describedby": `${id}-result-help`, placeholder: '"sent", or {"id": 42}' });
+    const reason = h("textarea", { id: `${id}-reason`, rows: "2" });
+    const error = h("p", { class: "form-error", role: "alert" }, problem);
+    const answer = (key) => {
+      const verdict = { approved: key !== "failed", reason: reason.value.trim() };
+      if (key === "happened") {
+        try {
+          verdict.result = JSON.parse(result.value);
+        } catch {
+          error.textContent = "Result: enter the call's result as JSON (text in double quotes).";
+          result.setAttribute("aria-invalid", "true");
+          result.focus();
+          return;
+        }
+      }
+      if (this.send(verdict, ANSWERS[key].sending)) this.answer = key;
+    };
+    this.show(
+      error,
+      h("label", { for: result.id }, "Result (JSON)"),
+      result,
+      h("p", { id: `${id}-result-help`, class: "muted" },
+        "What the call returned, as you saw it happen — needed for \"It happened\"."),
+      h("label", { for: reason.id }, "Reason (optional)"),
+      reason,
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "primary", onclick: () => answer("happened") },
+          ANSWERS.happened.button),
+        h("button", { type: "button", onclick: () => answer("again") }, ANSWERS.again.button),
+        h("button", { type: "button", onclick: () => answer("failed") }, ANSWERS.failed.button)));
+  }
+
+  /** Send a verdict; the card says so until the server answers. */
+  send(verdict, sending) {
+    if (!this.conversation.decide(this, verdict)) return false;
+    this.state = "sent";
+    this.show(h("p", { class: "muted", tabindex: "-1" }, sending));
+    this.decision.firstChild.focus();
+    return true;
+  }
+
   /** The server recorded a verdict (ours, or one made elsewhere before this page loaded). */
   record(status) {
     if (!this.open) return;
     this.state = "recorded";
+    const answer = ANSWERS[this.answer];
+    if (answer && status !== "expired") {
+      this.title(answer.title);
+      this.show(h("p", { class: "outcome", tabindex: "-1" }, answer.outcome));
+      return;
+    }
     const text = {
       approved: "Approved — the assistant continues.",
       denied: "Denied.",
@@ -197,17 +265,24 @@ class ApprovalCard {
 
   refused(message) {
     this.state = "offered";
+    this.answer = null;
     this.showButtons(message);
   }
 
   /** The call moved on in the run: the verdict is settled, whoever gave it. */
   follow(tool) {
-    if (this.state === "settled" || tool.state === "awaiting-approval" || tool.state?.startsWith("input")) {
-      return;
-    }
+    if (tool.state === "awaiting-approval" || tool.state?.startsWith("input")) return;
+    // A call in doubt that runs again settles once more when its result arrives.
+    if (this.state === "settled" && this.kind !== IN_DOUBT) return;
     const focused = this.el.contains(document.activeElement);
     this.state = "settled";
     this.el.dataset.settled = tool.denied ? "denied" : "approved";
+    if (this.kind === IN_DOUBT) this.settleInDoubt(tool);
+    else this.settleApproval(tool);
+    if (focused) this.decision.firstChild.focus();
+  }
+
+  settleApproval(tool) {
     const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
     this.title(expired ? "Expired" : tool.denied ? "Denied" : "Approved");
     const text = expired
@@ -216,7 +291,21 @@ class ApprovalCard {
         ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
         : "Approved";
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
-    if (focused) this.decision.firstChild.focus();
+  }
+
+  /** A call in doubt was answered (here or in the admin): show the outcome it has now. */
+  settleInDoubt(tool) {
+    if (tool.denied) {
+      this.title(tool.deniedReason === EXPIRED_REASON ? "Expired" : ANSWERS.failed.title);
+      const reason = tool.deniedReason ? `: ${tool.deniedReason}` : ".";
+      this.show(h("p", { class: "outcome", tabindex: "-1" }, `Marked failed${reason}`));
+      return;
+    }
+    this.title(ANSWERS[this.answer]?.title || "Settled");
+    this.show(
+      h("p", { class: "outcome", tabindex: "-1" }, tool.error ? "Settled as failed" : "Settled"),
+      tool.output === undefined ? "" : h("pre", { class: "tool-input recorded-result" },
+        h("code", {}, JSON.stringify(tool.output, null, 2))));
   }
 }
 
@@ -416,9 +505,10 @@ class Conversation {
     }
   }
 
-  decide(card, approved, reason) {
-    const frame = { type: "approval-response", runId: this.runId, approvalId: card.part.approvalId, approved, reason };
-    if (approved) frame.token = card.part.token; // the signed token, echoed as it came
+  /** verdict: {approved, reason, result?} — `result` answers a call in doubt "it happened". */
+  decide(card, verdict) {
+    const frame = { type: "approval-response", runId: this.runId, approvalId: card.part.approvalId, ...verdict };
+    if (verdict.approved) frame.token = card.part.token; // the signed token, echoed as it came
     if (!send(frame)) return false;
     this.sent.push(card);
     return true;

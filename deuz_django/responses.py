@@ -1,0 +1,93 @@
+"""The approval rows turned into the approval responses a run's next leg settles with:
+approved rows (with their token, and an edited input when a person changed it), the rest
+denied or expired — and the token age that settle accepts for them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from .exceptions import RunNotResumable
+from .models import Approval, ApprovalStatus, Run
+from .verdicts import (
+    EXPIRED_REASON,
+    RESUMED_WITHOUT_VERDICT,
+    is_expired,
+    max_age,
+    pending_ids,
+    trace_verdict,
+    user_or_none,
+)
+
+
+def collect_verdicts(
+    run: Run, *, deny_remaining: bool, user: Any
+) -> list[dict[str, Any]]:
+    """The verdicts that settle the run's pending calls, read from the approval rows.
+
+    Rows too old to decide are recorded ``expired``; with ``deny_remaining`` ("resume
+    now") the undecided rest are recorded ``denied``. Without it an undecided row makes
+    the run not resumable yet, and nothing is written.
+    """
+    ids = pending_ids(run)
+    if not ids:
+        return []
+    rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
+    now = timezone.now()
+    undecided = [
+        approval_id
+        for approval_id in ids
+        if approval_id not in rows
+        or (rows[approval_id].is_pending and not is_expired(rows[approval_id], now))
+    ]
+    if undecided and not deny_remaining:
+        raise RunNotResumable(
+            f"Run '{run.run_id}' still waits for a verdict on {', '.join(undecided)}; "
+            "decide it first, or resume now to deny what is undecided."
+        )
+    for row in rows.values():
+        if row.is_pending:
+            expired = is_expired(row, now)
+            updated = Approval.objects.filter(
+                pk=row.pk, status=ApprovalStatus.PENDING
+            ).update(
+                status=ApprovalStatus.EXPIRED if expired else ApprovalStatus.DENIED,
+                reason=EXPIRED_REASON if expired else RESUMED_WITHOUT_VERDICT,
+                decided_by=None if expired else user_or_none(user),
+                decided_at=now,
+            )
+            row.refresh_from_db()  # a verdict recorded concurrently wins
+            if updated:
+                trace_verdict(row)
+    verdicts: list[dict[str, Any]] = []
+    for approval_id in ids:
+        row = rows.get(approval_id)
+        if row is not None and row.status == ApprovalStatus.APPROVED:
+            approved = {"approvalId": approval_id, "approved": True, "token": row.token}
+            if row.edited_input is not None:
+                approved["editedInput"] = row.edited_input
+            verdicts.append(approved)
+        else:
+            reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
+            verdicts.append(
+                {"approvalId": approval_id, "approved": False, "reason": reason}
+            )
+    return verdicts
+
+
+def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
+    """The token age the resume-time settle accepts: ``APPROVAL_MAX_AGE`` as of the
+    moment each approval was decided (a leg that starts late must not deny what was
+    approved in time), so settle makes the same age check the decision did."""
+    age = max_age()
+    if age is None:
+        return None
+    approved = [v["approvalId"] for v in verdicts if v["approved"]]
+    decided = run.approvals.filter(approval_id__in=approved).values_list(
+        "decided_at", flat=True
+    )
+    now = timezone.now()
+    late = max(((now - at) for at in decided if at is not None), default=timedelta())
+    return (age + max(late, timedelta())) / timedelta(milliseconds=1)
