@@ -235,6 +235,8 @@ def run_worker(url: str, raw: bool) -> dict[str, Any]:
 
 
 def measure_langgraph(url: str) -> dict[str, Any]:
+    """One round of puts at steps k-4..k (k = 10 continuously; k = 1000 over the
+    history of step 995)."""
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.base.id import uuid6
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -258,39 +260,36 @@ def measure_langgraph(url: str) -> dict[str, Any]:
                 {"messages": f"{step:032d}"},
             )
 
-        for _ in range(RUNS):
-            for at in AT:
-                thread = f"bench-{uuid.uuid4().hex}"
-                first = 1 if at < 100 else at - WINDOW
-                for step in range(first, at + 2):
-                    if step == at + 1:
-                        rt[str(at)] = round_trips(
-                            saver.conn, partial(put, thread, step)
-                        )
-                        continue
-                    start = time.perf_counter()
-                    put(thread, step)
-                    if step > at - WINDOW:
-                        ms[str(at)].append((time.perf_counter() - start) * 1000)
-                with saver.conn.cursor() as cursor:
-                    for table in (
-                        "checkpoint_writes",
-                        "checkpoint_blobs",
-                        "checkpoints",
-                    ):
-                        cursor.execute(
-                            f"DELETE FROM {table} WHERE thread_id = %s", (thread,)
-                        )
+        for at in AT:
+            thread = f"bench-{uuid.uuid4().hex}"
+            first = 1 if at < 100 else at - WINDOW
+            for step in range(first, at + 2):
+                if step == at + 1:
+                    rt[str(at)] = round_trips(saver.conn, partial(put, thread, step))
+                    continue
+                start = time.perf_counter()
+                put(thread, step)
+                if step > at - WINDOW:
+                    ms[str(at)].append((time.perf_counter() - start) * 1000)
+            with saver.conn.cursor() as cursor:
+                for table in (
+                    "checkpoint_writes",
+                    "checkpoint_blobs",
+                    "checkpoints",
+                ):
+                    cursor.execute(
+                        f"DELETE FROM {table} WHERE thread_id = %s", (thread,)
+                    )
     return {"ms": {"save": ms}, "rt": {"save": rt}}
 
 
 # -- the driver -------------------------------------------------------------------------------
 
 
-def worker(url: str, code: Path, raw: bool) -> dict[str, Any]:
+def worker(url: str, code: Path, *flags: str) -> dict[str, Any]:
     command = [sys.executable, __file__, "--worker", url, "--code", str(code)]
     process = subprocess.run(
-        [*command, *(["--raw"] if raw else [])],
+        [*command, *flags],
         capture_output=True,
         text=True,
         check=False,
@@ -415,10 +414,14 @@ def main() -> None:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--langgraph", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         sys.path.insert(0, args.code)
-        print(json.dumps(run_worker(args.worker, args.raw)))
+        if args.langgraph:
+            print(json.dumps(measure_langgraph(args.worker)))
+        else:
+            print(json.dumps(run_worker(args.worker, args.raw)))
         return
 
     backends: list[tuple[str, str]] = []
@@ -431,14 +434,17 @@ def main() -> None:
             variants = {f"at {args.baseline}": old, **variants}
         legs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         floors: dict[str, list[dict[str, Any]]] = {}
+        puts: list[dict[str, Any]] = []
         for backend, url in backends:
             for _ in range(RUNS):
                 for variant, code in variants.items():
-                    result = worker(url, code, raw=code == ROOT)
+                    result = worker(url, code, *(["--raw"] if code == ROOT else []))
                     legs.setdefault((variant, backend), []).append(result["leg"])
                     if "raw" in result:
                         floors.setdefault(backend, []).append(result["raw"])
-        langgraph = merge([measure_langgraph(PG)]) if len(backends) > 1 else None
+                if backend == "PostgreSQL":
+                    puts.append(worker(url, ROOT, "--langgraph"))
+        langgraph = merge(puts) if puts else None
 
     table: list[dict[str, object]] = []
     for backend, _ in backends:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .models import Run, RunCall, RunMessage, RunStep
 
@@ -52,19 +53,18 @@ def append(
     ``message_count`` messages at ``step_index`` and ``lease`` is still held (on the
     row itself, or on the root run's row, locked, when ``fenced_by_root``); ``False``,
     with nothing written, otherwise."""
+    db = _database()
     fields = [Run._meta.get_field(name) for name in values]
-    assignments = ", ".join(
-        f"{connection.ops.quote_name(f.column)} = %s" for f in fields
-    )
-    params: list[Any] = [f.get_db_prep_save(values[f.name], connection) for f in fields]
-    fence, fence_params = _fence(lease, fenced_by_root)
+    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
+    params: list[Any] = [f.get_db_prep_save(values[f.name], db) for f in fields]
+    fence, fence_params = _fence(db, lease, fenced_by_root)
     update = (
         f"UPDATE {_RUN} SET {assignments} "
         f"WHERE id = %s AND message_count = %s AND step_index = %s{fence}"
     )
     params += [pk, message_count, step_index, *fence_params]
     insert = f'INSERT INTO {_MESSAGE} (run_id, "index", role, data, digest)'
-    if connection.vendor == "postgresql":
+    if db.vendor == "postgresql":
         columns = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
         sql = (
             f"WITH run AS ({update} RETURNING id), "
@@ -72,10 +72,10 @@ def append(
             "unnest(%s::integer[], %s::text[], %s::text[], %s::text[]) AS m) "
             "SELECT count(*) FROM run"
         )
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.execute(sql, [*params, *columns])
             return bool(cursor.fetchone()[0])
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), db.cursor() as cursor:
         cursor.execute(update, params)
         if cursor.rowcount != 1:
             return False
@@ -94,7 +94,8 @@ def record_turn(
     """Record a step's turn (codec JSON ``message``), replacing the step's earlier turn
     and its calls, while ``lease`` is held; the step's pk, or ``None`` when the lease
     was taken over."""
-    held, held_params = ("true", []) if lease is None else _held(lease, lock=False)
+    db = _database()
+    held, held_params = ("true", []) if lease is None else _held(db, lease, lock=False)
     upsert = (
         f"INSERT INTO {_STEP} (run_id, step_index, basis, message) "
         f"SELECT %s, %s, %s, %s WHERE {held} "
@@ -103,17 +104,17 @@ def record_turn(
         "RETURNING id"
     )
     params = [run_pk, step_index, basis, message, *held_params]
-    if connection.vendor == "postgresql":
+    if db.vendor == "postgresql":
         sql = (
             f"WITH step AS ({upsert}), "
             f"replaced AS (DELETE FROM {_CALL} WHERE step_id IN (SELECT id FROM step)) "
             "SELECT id FROM step"
         )
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.execute(sql, params)
             found = cursor.fetchone()
         return None if found is None else int(found[0])
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), db.cursor() as cursor:
         cursor.execute(upsert, params)
         found = cursor.fetchone()
         if found is None:
@@ -122,12 +123,20 @@ def record_turn(
     return int(found[0])
 
 
-def _fence(lease: Lease | None, fenced_by_root: bool) -> tuple[str, list[Any]]:
+def _database() -> BaseDatabaseWrapper:
+    """The default database's connection, looked up once per write (each attribute read
+    through ``django.db.connection`` is a thread-local lookup)."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def _fence(
+    db: BaseDatabaseWrapper, lease: Lease | None, fenced_by_root: bool
+) -> tuple[str, list[Any]]:
     """The ``WHERE`` clause's lease condition on the run row being written."""
     if lease is None:
         return "", []
     if fenced_by_root:
-        held, params = _held(lease, lock=True)
+        held, params = _held(db, lease, lock=True)
         return f" AND {held}", params
     return " AND lease_owner = %s AND lease_generation = %s", [
         lease.owner,
@@ -135,12 +144,12 @@ def _fence(lease: Lease | None, fenced_by_root: bool) -> tuple[str, list[Any]]:
     ]
 
 
-def _held(lease: Lease, *, lock: bool) -> tuple[str, list[Any]]:
+def _held(
+    db: BaseDatabaseWrapper, lease: Lease, *, lock: bool
+) -> tuple[str, list[Any]]:
     """``lease`` is still held on its run's row (locked against a takeover until the
     write commits, where the database has row locks)."""
-    locking = (
-        " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
-    )
+    locking = " FOR UPDATE" if lock and db.features.has_select_for_update else ""
     return (
         f"EXISTS (SELECT 1 FROM {_RUN} WHERE run_id = %s AND lease_owner = %s "
         f"AND lease_generation = %s{locking})"
