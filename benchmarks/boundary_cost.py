@@ -7,7 +7,7 @@ turn — a ~1 KB tool call — then the call's start and its ~1 KB result, then 
 checkpoint with the two new messages, in the order the loop writes them. Measured, on
 SQLite (the embedded default: WAL) and PostgreSQL:
 
-- ms per write: the median of steps k-4..k over three 1000-step runs, for k = 10, 1000;
+- ms per write: the median of steps k-4..k over five 1000-step runs, for k = 10, 1000;
 - round trips per write at steps k+1 (PostgreSQL: request/response cycles counted in
   libpq's protocol trace; SQLite: statements the library executes, BEGIN and COMMIT
   included — calls into the library in-process, not network round trips);
@@ -45,14 +45,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from _table import report
+from _table import report, worker_json
 from store_save import checkpoint, configure_django, histories
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 1000
-RUNS = 3
+RUNS = 5
 AT = (10, 1000)
 WINDOW = 5
+WARM_UP = 30  # steps of a throwaway run first, so step 10 is not a cold connection's
 PAYLOAD = 1000
 OPS = ("turn", "start", "outcome", "save")
 TARGET = (
@@ -130,7 +131,7 @@ def one_step(store: Any, run_id: str, step: int, history: list[tuple[Any, ...]])
     )
 
 
-def measure_leg(history: list[tuple[Any, ...]]) -> dict[str, Any]:
+def measure_leg(history: list[tuple[Any, ...]], steps: int = STEPS) -> dict[str, Any]:
     """A 1000-step leg of the Django store and its step journal, under a lease."""
     from deuz_django.leases import acquire
     from deuz_django.models import Run
@@ -143,7 +144,7 @@ def measure_leg(history: list[tuple[Any, ...]]) -> dict[str, Any]:
     raw = raw_connection()
     ms: dict[str, dict[int, float]] = {op: {} for op in OPS}
     rt: dict[str, dict[str, int]] = {op: {} for op in OPS}
-    for step in range(1, STEPS + 2):
+    for step in range(1, steps + 2):
         counted = step - 1 in AT
         for op, write in one_step(store, run_id, step, history):
             if counted:
@@ -216,12 +217,16 @@ def measure_raw(history: list[tuple[Any, ...]]) -> dict[str, Any]:
 
 
 def windows(times: dict[int, float]) -> dict[str, list[float]]:
-    return {str(at): [times[s] for s in range(at - WINDOW + 1, at + 1)] for at in AT}
+    return {
+        str(at): [times[s] for s in range(at - WINDOW + 1, at + 1) if s in times]
+        for at in AT
+    }
 
 
 def run_worker(url: str, raw: bool) -> dict[str, Any]:
     configure_django(url)
     history = histories(STEPS + 1)
+    measure_leg(history, WARM_UP)  # a fresh connection and process: warm them up
     out = {"leg": measure_leg(history)}
     if raw:
         out["raw"] = measure_raw(history)
@@ -260,6 +265,16 @@ def measure_langgraph(url: str) -> dict[str, Any]:
                 {"messages": f"{step:032d}"},
             )
 
+        def forget(thread: str) -> None:
+            with saver.conn.cursor() as cursor:
+                for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
+                    cursor.execute(
+                        f"DELETE FROM {table} WHERE thread_id = %s", (thread,)
+                    )
+
+        for step in range(1, WARM_UP + 1):
+            put("bench-warm-up", step)
+        forget("bench-warm-up")
         for at in AT:
             thread = f"bench-{uuid.uuid4().hex}"
             first = 1 if at < 100 else at - WINDOW
@@ -271,15 +286,7 @@ def measure_langgraph(url: str) -> dict[str, Any]:
                 put(thread, step)
                 if step > at - WINDOW:
                     ms[str(at)].append((time.perf_counter() - start) * 1000)
-            with saver.conn.cursor() as cursor:
-                for table in (
-                    "checkpoint_writes",
-                    "checkpoint_blobs",
-                    "checkpoints",
-                ):
-                    cursor.execute(
-                        f"DELETE FROM {table} WHERE thread_id = %s", (thread,)
-                    )
+            forget(thread)
     return {"ms": {"save": ms}, "rt": {"save": rt}}
 
 
@@ -287,16 +294,10 @@ def measure_langgraph(url: str) -> dict[str, Any]:
 
 
 def worker(url: str, code: Path, *flags: str) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--worker", url, "--code", str(code)]
-    process = subprocess.run(
-        [*command, *flags],
-        capture_output=True,
-        text=True,
-        check=False,
+    result: dict[str, Any] = worker_json(
+        __file__, "--worker", url, "--code", str(code), *flags
     )
-    if process.returncode != 0:
-        raise RuntimeError(f"worker for {url} ({code}) failed:\n{process.stderr}")
-    return json.loads(process.stdout.splitlines()[-1])
+    return result
 
 
 @contextmanager
@@ -460,7 +461,7 @@ def main() -> None:
         )
     report(
         "boundary_cost",
-        {"Per write (ms: median of steps k-4..k over 3 runs; RT: round trips)": table},
+        {"Per write (ms: median of steps k-4..k over 5 runs; RT: round trips)": table},
         target=TARGET,
         as_json=args.json,
     )

@@ -10,7 +10,9 @@ is rewritten.
 The remembered tuple is only trusted while the run row still says it holds as many
 messages as the store remembers (the row update is conditional on ``message_count``); when
 another writer changed the run, or there is nothing remembered (the first save in this
-process), the stored digests decide where the history diverges.
+process), the stored digests decide where the history diverges. The common save — an
+append to the remembered history — is one statement on PostgreSQL
+(:mod:`.boundary_write`); the ORM's path here handles everything else.
 
 The store's ``step_journal`` (:mod:`deuz_django.step_journal`) records what each step did
 between checkpoints, so a resume repeats no model call and no tool call it recorded.
