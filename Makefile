@@ -9,4 +9,4 @@ test:
 	scripts/test
 
 bench:
-	scripts/bootstrap && for b in loop_overhead durable_overhead store_save provider_overhead ws_stream mcp_calls dashboard; do .venv/bin/python benchmarks/$$b.py || exit 1; done
+	scripts/bootstrap && for b in loop_overhead durable_overhead store_save boundary_cost provider_overhead ws_stream mcp_calls dashboard; do .venv/bin/python benchmarks/$$b.py || exit 1; done

@@ -13,7 +13,10 @@ import gc
 import json
 import platform
 import statistics
+import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 Row = Mapping[str, object]
 
@@ -31,6 +34,17 @@ def interleaved(
             gc.collect()
             timings[name].append(measure())
     return timings
+
+
+def worker_json(script: str, *args: str) -> Any:
+    """Run ``script`` with ``args`` in a fresh interpreter (Django settings are per
+    process) and return the JSON its last line printed."""
+    process = subprocess.run(
+        [sys.executable, script, *args], capture_output=True, text=True, check=False
+    )
+    if process.returncode != 0:
+        raise RuntimeError(f"worker {' '.join(args)} failed:\n{process.stderr}")
+    return json.loads(process.stdout.splitlines()[-1])
 
 
 def median(values: Sequence[float]) -> float:

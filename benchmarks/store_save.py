@@ -34,7 +34,6 @@ import os
 import random
 import statistics
 import string
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
-from _table import median_ratio, report
+from _table import median_ratio, report, worker_json
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -386,15 +385,8 @@ def measure_langgraph(url: str) -> dict[str, Any]:
 
 
 def worker(url: str) -> dict[str, Any]:
-    process = subprocess.run(
-        [sys.executable, __file__, "--worker", url],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if process.returncode != 0:
-        raise RuntimeError(f"worker for {url} failed:\n{process.stderr}")
-    return json.loads(process.stdout.splitlines()[-1])
+    result: dict[str, Any] = worker_json(__file__, "--worker", url)
+    return result
 
 
 @contextmanager

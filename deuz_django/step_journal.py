@@ -1,9 +1,10 @@
 """``DjangoStepJournal``: the core's step journal on the ``RunStep``/``RunCall`` tables.
 
-A step costs few round trips: recording its turn is one ``INSERT`` (with the lease check
-in the same transaction when the journal is fenced), each call's start one ``INSERT``
-and its outcome one ``UPDATE``. Loads happen only when a leg resumes. The run's and the
-step's primary keys are remembered, so no write looks them up twice.
+A step costs one round trip per write: recording its turn is one statement (the lease
+check, the ``INSERT`` and the replaced turn's calls gone, :mod:`.boundary_write`), each
+call's start one ``INSERT`` and its outcome one ``UPDATE``. Loads happen only when a
+leg resumes. The run's and the step's primary keys are remembered, so no write looks
+them up twice.
 
 Under a :class:`~deuz_django.store.Lease` a turn is recorded only while the lease is
 still held, so a stale leg can never replace the turn a newer leg is working from (its
@@ -16,9 +17,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
+from . import boundary_write
 from .core import Message
 from .core.durable import CallRecord, JournalStep, child_run_id_prefix
 from .core.durable.codec import decode_json, encode_json
@@ -54,20 +55,17 @@ class DjangoStepJournal:
     ) -> None:
         run_pk = self._run_pk(run_id)
         data = encode_json(message.to_json())
-        with transaction.atomic():
-            self._check_lease(run_id)
-            try:
-                with transaction.atomic():
-                    step = RunStep.objects.create(
-                        run_id=run_pk, step_index=step_index, basis=basis, message=data
-                    )
-            except IntegrityError:
-                # The step's first attempt never got past its model call: start afresh.
-                RunStep.objects.filter(run_id=run_pk, step_index=step_index).delete()
-                step = RunStep.objects.create(
-                    run_id=run_pk, step_index=step_index, basis=basis, message=data
-                )
-        self._steps[(run_id, step_index)] = step.pk
+        step_pk = boundary_write.record_turn(
+            run_pk, step_index, basis, data, self.lease
+        )
+        if step_pk is None:
+            lease = self.lease
+            assert lease is not None
+            raise LeaseLost(
+                f"Lease generation {lease.generation} on run '{lease.run_id}' was "
+                f"taken over; this leg may not record step turns of '{run_id}'."
+            )
+        self._steps[(run_id, step_index)] = step_pk
 
     def record_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
         # A call in doubt that runs again (an idempotent tool) keeps its start row.
@@ -190,23 +188,6 @@ class DjangoStepJournal:
                 )
             self._steps[(run_id, step_index)] = pk
         return pk
-
-    def _check_lease(self, run_id: str) -> None:
-        """Inside the turn's transaction: the lease is still ours (a sub-agent's run is
-        fenced by its root run's lease)."""
-        lease = self.lease
-        if lease is None:
-            return
-        held = Run.objects.filter(
-            run_id=lease.run_id,
-            lease_owner=lease.owner,
-            lease_generation=lease.generation,
-        ).exists()
-        if not held:
-            raise LeaseLost(
-                f"Lease generation {lease.generation} on run '{lease.run_id}' was "
-                f"taken over; this leg may not record step turns of '{run_id}'."
-            )
 
 
 def calls_in_doubt(

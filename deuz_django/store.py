@@ -10,7 +10,9 @@ is rewritten.
 The remembered tuple is only trusted while the run row still says it holds as many
 messages as the store remembers (the row update is conditional on ``message_count``); when
 another writer changed the run, or there is nothing remembered (the first save in this
-process), the stored digests decide where the history diverges.
+process), the stored digests decide where the history diverges. The common save — an
+append to the remembered history — is one statement on PostgreSQL
+(:mod:`.boundary_write`); the ORM's path here handles everything else.
 
 The store's ``step_journal`` (:mod:`deuz_django.step_journal`) records what each step did
 between checkpoints, so a resume repeats no model call and no tool call it recorded.
@@ -27,12 +29,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from . import boundary_write
 from .connections import discard_if_broken
 from .core import Message
 from .core.approvals import ToolApprovalRequest
@@ -111,8 +115,21 @@ class DjangoSessionStore:
     def save(self, checkpoint: AgentCheckpoint) -> None:
         """Write the run row and the messages that changed since this run's last save."""
         run_id, messages = checkpoint.run_id, checkpoint.messages
+        remembered = self._recall(run_id)
+        if remembered is not None and self._appends(remembered, checkpoint):
+            if boundary_write.append(
+                remembered.pk,
+                _run_values(checkpoint),
+                message_count=len(remembered.messages),
+                step_index=remembered.step_index,
+                lease=self.lease,
+                fenced_by_root=is_child_run_id(run_id),
+                rows=_message_rows(messages, len(remembered.messages)),
+            ):
+                self._remember(run_id, remembered.pk, messages, checkpoint.step_index)
+                return
+            remembered = None  # another writer changed the row: the digests decide
         with transaction.atomic():
-            remembered = self._recall(run_id)
             if remembered is not None and self._write_run(
                 remembered.pk, checkpoint, expected=remembered
             ):
@@ -127,7 +144,11 @@ class DjangoSessionStore:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
                 RunMessage.objects.bulk_create(
-                    _message_rows(pk, messages, start), batch_size=500
+                    [
+                        RunMessage(run_id=pk, index=i, role=r, data=d, digest=h)
+                        for i, r, d, h in _message_rows(messages, start)
+                    ],
+                    batch_size=500,
                 )
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
                 _record_approvals(pk, run_id, checkpoint.pending_approvals)
@@ -244,28 +265,16 @@ class DjangoSessionStore:
                     return False
             else:
                 rows = rows.filter(held)
-        pending = checkpoint.pending_approvals or ()
-        return (
-            rows.update(
-                status=checkpoint.status,
-                step_index=checkpoint.step_index,
-                usage=checkpoint.usage.to_json(),
-                pending_approvals=encode_json([r.to_json() for r in pending])
-                if pending
-                else "",
-                agent_path=list(checkpoint.agent_path)
-                if checkpoint.agent_path
-                else None,
-                checkpoint_created_at=checkpoint.created_at,
-                message_count=len(checkpoint.messages),
-                last_error="",
-                # A boundary reached is progress: recovery counts attempts since one.
-                recovery_attempts=0,
-                recover_after=None,
-                updated_at=timezone.now(),
-            )
-            == 1
-        )
+        return rows.update(**_run_values(checkpoint)) == 1
+
+    @staticmethod
+    def _appends(remembered: _Remembered, checkpoint: AgentCheckpoint) -> bool:
+        """Whether the save only appends to the remembered history (and records no
+        approvals): the one-statement write of :mod:`.boundary_write`."""
+        if checkpoint.pending_approvals and not is_child_run_id(checkpoint.run_id):
+            return False
+        stored = len(remembered.messages)
+        return _common_prefix(remembered.messages, checkpoint.messages) == stored
 
     def _refuse(self, run_id: str) -> None:
         lease = self.lease
@@ -344,21 +353,35 @@ def _stored_prefix(pk: int, messages: tuple[Message, ...]) -> int:
     return index
 
 
+def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
+    """The run row's columns a save writes."""
+    pending = checkpoint.pending_approvals or ()
+    return {
+        "status": checkpoint.status,
+        "step_index": checkpoint.step_index,
+        "usage": checkpoint.usage.to_json(),
+        "pending_approvals": encode_json([r.to_json() for r in pending])
+        if pending
+        else "",
+        "agent_path": list(checkpoint.agent_path) if checkpoint.agent_path else None,
+        "checkpoint_created_at": checkpoint.created_at,
+        "message_count": len(checkpoint.messages),
+        "last_error": "",
+        # A boundary reached is progress: recovery counts attempts since one.
+        "recovery_attempts": 0,
+        "recover_after": None,
+        "updated_at": timezone.now(),
+    }
+
+
 def _message_rows(
-    pk: int, messages: tuple[Message, ...], start: int
-) -> list[RunMessage]:
+    messages: tuple[Message, ...], start: int
+) -> list[boundary_write.MessageRow]:
+    """``(index, role, data, digest)`` of the messages from ``start`` on."""
     rows = []
     for index in range(start, len(messages)):
         data = encode_message(messages[index])
-        rows.append(
-            RunMessage(
-                run_id=pk,
-                index=index,
-                role=messages[index].role,
-                data=data,
-                digest=digest(data),
-            )
-        )
+        rows.append((index, messages[index].role, data, digest(data)))
     return rows
 
 

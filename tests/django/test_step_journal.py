@@ -47,8 +47,9 @@ def _turn(*ids: str) -> Message:
 def test_a_step_writes_one_row_per_turn_and_one_statement_per_start_and_outcome() -> (
     None
 ):
-    """The turn is one INSERT (in a transaction; the run's pk is looked up once per run),
-    each start one INSERT and each outcome one UPDATE: no reads while the run goes on."""
+    """The turn is one statement on PostgreSQL (an INSERT and the replaced turn's calls'
+    DELETE in a transaction on SQLite; the run's pk is looked up once per run), each
+    start one INSERT and each outcome one UPDATE: no reads while the run goes on."""
     Run.objects.create(run_id="run-1", agent="demo")
     journal = DjangoStepJournal()
     journal.record_turn("run-1", 0, 1, _turn("a"))  # the run's pk is remembered after
@@ -59,8 +60,11 @@ def test_a_step_writes_one_row_per_turn_and_one_statement_per_start_and_outcome(
         for call in ("b", "c"):
             journal.record_outcome("run-1", 1, call, "ok", False)
     statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
-    work = [s for s in statements if s in {"INSERT", "UPDATE", "SELECT"}]
-    assert work == ["INSERT", "INSERT", "INSERT", "UPDATE", "UPDATE"]
+    work = [
+        s for s in statements if s in {"WITH", "INSERT", "UPDATE", "DELETE", "SELECT"}
+    ]
+    turn = ["WITH"] if connection.vendor == "postgresql" else ["INSERT", "DELETE"]
+    assert work == [*turn, "INSERT", "INSERT", "UPDATE", "UPDATE"]
 
 
 @pytest.mark.django_db

@@ -56,6 +56,23 @@ def test_a_stale_store_cannot_write_the_run_or_its_sub_agents() -> None:
     assert Run.objects.get(run_id="run-f").step_index == 3
 
 
+def test_a_stale_store_cannot_append_to_the_runs_it_remembers() -> None:
+    # The one-statement append (deuz_django.boundary_write) carries the same fence.
+    DjangoSessionStore().save(make_checkpoint("run-f"))
+    stale_lease = leases.acquire("run-f")
+    stale = DjangoSessionStore(lease=stale_lease)
+    for run_id in ("run-f", "run-f::child#c1"):
+        stale.save(make_checkpoint(run_id, 2))  # remembered from here on
+    take_over("run-f")
+    for run_id in ("run-f", "run-f::child#c1"):
+        with pytest.raises(LeaseLost, match="was taken over"):
+            stale.save(make_checkpoint(run_id, 3))
+    assert {r.run_id: r.step_index for r in Run.objects.all()} == {
+        "run-f": 2,
+        "run-f::child#c1": 2,
+    }
+
+
 def test_a_leg_taken_over_inside_its_tool_writes_nothing_after(
     make_user: Callable[..., Any],
     effects: Callable[[], list[str]],
