@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection, transaction
 
 from .conf import deuz_settings
+from .connections import once_more_if_broken
 from .core.journal import JournalFenced, Record, StreamJournal
 from .models import Run, StreamEntry
 from .store import Lease
@@ -59,6 +60,12 @@ class DatabaseJournal:
     ) -> list[Exception | None]:
         """Append several streams' records in one transaction; an out-of-order or fenced
         batch fails alone (its stream's records are left out), the rest are written."""
+        # A batch is written whole or not at all, so it may be tried again.
+        return once_more_if_broken(lambda: self._append_in_one_transaction(batches))
+
+    def _append_in_one_transaction(
+        self, batches: list[tuple[str, list[Record], object]]
+    ) -> list[Exception | None]:
         errors: list[Exception | None] = []
         rows: list[tuple[int, int, str]] = []
         with transaction.atomic():

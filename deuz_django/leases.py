@@ -26,7 +26,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from .conf import deuz_settings
-from .connections import discard_if_broken
+from .connections import once_more_if_broken
 from .exceptions import LeaseLost, RunBusy, RunNotFound
 from .models import Run
 from .store import Lease
@@ -127,13 +127,9 @@ def lease_fence(
 
     def check() -> None:
         try:
-            held = holds(lease)
-        except DatabaseError:
-            discard_if_broken()  # the next query opens a new connection
-            try:
-                held = holds(lease)
-            except DatabaseError as error:
-                lost(f"could not be confirmed ({error})")
+            held = once_more_if_broken(lambda: holds(lease))
+        except DatabaseError as error:
+            lost(f"could not be confirmed ({error})")
         if not held:
             lost("was taken over")
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from . import draining, leases
 from .blocking import with_django_threads
-from .connections import discard_if_broken
+from .connections import discard_if_broken, once_more_if_broken
 from .core import AbortController, Deps, StreamPart, tracing
 from .core.durable import resume_stream_from_checkpoint
 from .core.generate import StreamChatResult
@@ -109,7 +109,7 @@ async def _keep_lease(lease: Lease, controller: AbortController) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
-            held = await sync_to_async(leases.renew)(lease)
+            held = await sync_to_async(once_more_if_broken)(lambda: leases.renew(lease))
         except Exception:
             if time.monotonic() - renewed + interval >= duration:
                 logger.error(

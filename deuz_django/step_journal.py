@@ -4,7 +4,9 @@ A step costs one round trip per write: recording its turn is one statement (the 
 check, the ``INSERT`` and the replaced turn's calls gone, :mod:`.boundary_write`), each
 call's start one ``INSERT`` and its outcome one ``UPDATE``. Loads happen only when a
 leg resumes. The run's and the step's primary keys are remembered, so no write looks
-them up twice.
+them up twice. Each is tried once more on a new connection when this thread's
+connection broke; every one is safe to repeat (a turn replaces itself, a recorded start
+is ignored, an outcome overwrites itself).
 
 Under a :class:`~deuz_django.store.Lease` a turn is recorded only while the lease is
 still held, so a stale leg can never replace the turn a newer leg is working from (its
@@ -20,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from . import boundary_write
+from .connections import once_more_if_broken
 from .core import Message
 from .core.durable import CallRecord, JournalStep, child_run_id_prefix
 from .core.durable.codec import decode_json, encode_json
@@ -114,12 +117,16 @@ class DjangoStepJournal:
     async def arecord_turn(
         self, run_id: str, step_index: int, basis: int, message: Message
     ) -> None:
-        await sync_to_async(self.record_turn)(run_id, step_index, basis, message)
+        await sync_to_async(once_more_if_broken)(
+            lambda: self.record_turn(run_id, step_index, basis, message)
+        )
 
     async def arecord_start(
         self, run_id: str, step_index: int, tool_call_id: str
     ) -> None:
-        await sync_to_async(self.record_start)(run_id, step_index, tool_call_id)
+        await sync_to_async(once_more_if_broken)(
+            lambda: self.record_start(run_id, step_index, tool_call_id)
+        )
 
     async def arecord_outcome(
         self,
@@ -129,15 +136,21 @@ class DjangoStepJournal:
         result: Any,
         is_error: bool,
     ) -> None:
-        await sync_to_async(self.record_outcome)(
-            run_id, step_index, tool_call_id, result, is_error
+        await sync_to_async(once_more_if_broken)(
+            lambda: self.record_outcome(
+                run_id, step_index, tool_call_id, result, is_error
+            )
         )
 
     async def aload_step(self, run_id: str, step_index: int) -> JournalStep | None:
-        return await sync_to_async(self.load_step)(run_id, step_index)
+        return await sync_to_async(once_more_if_broken)(
+            lambda: self.load_step(run_id, step_index)
+        )
 
     async def alatest_step(self, run_id: str) -> JournalStep | None:
-        return await sync_to_async(self.latest_step)(run_id)
+        return await sync_to_async(once_more_if_broken)(
+            lambda: self.latest_step(run_id)
+        )
 
     async def aforget_start(
         self, run_id: str, step_index: int, tool_call_id: str

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from . import boundary_write
-from .connections import discard_if_broken
+from .connections import once_more_if_broken
 from .core import Message
 from .core.approvals import ToolApprovalRequest
 from .core.durable import (
@@ -188,7 +188,8 @@ class DjangoSessionStore:
         """:meth:`save`, telling the leg how it went: ``on_saved`` after a boundary is
         stored, ``on_save_failed`` (with the error) when it is not, besides raising."""
         try:
-            await sync_to_async(self._save_discarding_dead_connection)(checkpoint)
+            # A save is conditional on what the row holds, so it may be tried again.
+            await sync_to_async(once_more_if_broken)(lambda: self.save(checkpoint))
         except LeaseLost:
             raise
         except Exception as error:
@@ -197,13 +198,6 @@ class DjangoSessionStore:
             raise
         if self.on_saved is not None:
             self.on_saved()
-
-    def _save_discarding_dead_connection(self, checkpoint: AgentCheckpoint) -> None:
-        try:
-            self.save(checkpoint)
-        except DatabaseError:
-            discard_if_broken()
-            raise
 
     async def aload(self, run_id: str) -> AgentCheckpoint | None:
         return await sync_to_async(self.load)(run_id)

@@ -4,6 +4,9 @@ checks the step journal before it acts, recording a ``VIOLATION`` effect if the 
 says it must not happen again: a model call for a turn already recorded, or a tool call
 whose outcome is already recorded.
 
+``DEUZ_TEST_PAUSE_AT`` (``model:<turn>`` or ``charge:<step>``) makes that moment last
+``DEUZ_TEST_PAUSE_SECONDS``, long enough for a test to SIGSTOP the process inside it.
+
 The run's id is its prompt, so the model and the tools know which run they serve. Each
 of the ``STEPS`` steps calls ``note`` (idempotent: it may run again after a crash) and
 ``charge`` (not idempotent: a crash inside it must be put to a person) side by side.
@@ -12,6 +15,7 @@ of the ``STEPS`` steps calls ``note`` (idempotent: it may run again after a cras
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +23,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from deuz_django.connections import once_more_if_broken
 from deuz_django.core import ModelRequest, ToolContext, tool
 from deuz_django.core.testing import reply
 from deuz_django.models import RunCall, RunStep
@@ -29,14 +34,25 @@ STEPS = 3
 FINAL_ANSWER = "All charged."
 
 
+def _pause(at: str) -> float:
+    """How long this moment lasts: a test's pause, or a random instant."""
+    if os.environ.get("DEUZ_TEST_PAUSE_AT") == at:
+        return float(os.environ.get("DEUZ_TEST_PAUSE_SECONDS", "0"))
+    return 0.0
+
+
 def _turn_recorded(run_id: str, step_index: int) -> bool:
-    return RunStep.objects.filter(run__run_id=run_id, step_index=step_index).exists()
+    return once_more_if_broken(
+        RunStep.objects.filter(run__run_id=run_id, step_index=step_index).exists
+    )
 
 
 def _outcome_recorded(run_id: str, tool_call_id: str) -> bool:
-    return RunCall.objects.filter(
-        step__run__run_id=run_id, tool_call_id=tool_call_id, finished=True
-    ).exists()
+    return once_more_if_broken(
+        RunCall.objects.filter(
+            step__run__run_id=run_id, tool_call_id=tool_call_id, finished=True
+        ).exists
+    )
 
 
 class CrashModel:
@@ -51,7 +67,7 @@ class CrashModel:
         if await sync_to_async(_turn_recorded)(run_id, turn):
             record_effect(f"VIOLATION model:{run_id}:{turn}")
         record_effect(f"model:{run_id}:{turn}")
-        await asyncio.sleep(random.uniform(0, 0.05))
+        await asyncio.sleep(random.uniform(0, 0.05) + _pause(f"model:{turn}"))
         if turn < STEPS:
             answer = reply(
                 tool_calls=[
@@ -70,7 +86,7 @@ def _act(kind: str, run: str, step: int, ctx: ToolContext) -> str:
     if _outcome_recorded(run, ctx.tool_call_id):
         record_effect(f"VIOLATION {kind}:{run}:{step}")
     record_effect(f"{kind}:{run}:{step}:start")
-    time.sleep(random.uniform(0, 0.08))
+    time.sleep(random.uniform(0, 0.08) + _pause(f"{kind}:{step}"))
     record_effect(f"{kind}:{run}:{step}:end")
     return f"{kind} {step} done"
 

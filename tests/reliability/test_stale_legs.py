@@ -4,7 +4,9 @@ lapse, and taking a lease never waits behind a stalled leg's transaction."""
 
 from __future__ import annotations
 
+import signal
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -19,8 +21,11 @@ from django.utils import timezone
 
 from deuz_django import leases, services
 from deuz_django.exceptions import LeaseLost, RunBusy
-from deuz_django.models import Run
-from tests.django.run_support import PROMPT
+from deuz_django.models import Approval, Run
+from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
+from tests.django.processes import start_manage, wait_until
+from tests.django.run_support import PROMPT, stored_rows
+from tests.reliability.crash_agent import STEPS
 
 
 def _run(run_id: str = "run-f") -> Run:
@@ -134,3 +139,114 @@ def _short_lock_timeout() -> Iterator[None]:
         finally:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
+
+
+# -- real processes ------------------------------------------------------------------
+
+
+def _crashy_run() -> Run:
+    run_id = f"paused-{uuid.uuid4().hex[:8]}"
+    return services.start_run(
+        agent="crashy", messages=[{"role": "user", "content": run_id}], run_id=run_id
+    )
+
+
+def _lease_lapsed(run: Run) -> bool:
+    run.refresh_from_db()
+    return run.lease_expires_at is not None and run.lease_expires_at < timezone.now()
+
+
+def _heal(run: Run) -> None:
+    """What recovery does once the paused leg's lease lapsed: continue the run here, a
+    person saying "it happened" to any call the pause left in doubt."""
+    while (outcome := services.resume_run(run.run_id)).status == "suspended":
+        for approval in Approval.objects.filter(run=run, status="pending"):
+            record_verdict(
+                approval,
+                None,
+                Verdict(approved=True, result=RecordedResult("done")),
+                operator="ops",
+            )
+    assert outcome.status == "completed", outcome
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("paused_in", ["model:1", "charge:1"])
+def test_a_leg_paused_past_its_lease_acts_no_more_once_it_wakes(
+    paused_in: str, effects: Callable[[], list[str]]
+) -> None:
+    """SIGSTOP inside a model call or a tool (a GC pause, a blocked loop); the run is
+    taken over and finished; woken, the old leg may finish what it was inside, but it
+    calls the model no more and starts no tool."""
+    run = _crashy_run()
+    leg = start_manage(
+        "deuz",
+        "resume",
+        run.run_id,
+        DEUZ_LEASE_SECONDS="1",
+        DEUZ_TEST_PAUSE_AT=paused_in,
+        DEUZ_TEST_PAUSE_SECONDS="3",
+    )
+    kind, index = paused_in.split(":")
+    inside = (
+        f"model:{run.run_id}:{index}"
+        if kind == "model"
+        else (f"charge:{run.run_id}:{index}:start")
+    )
+    try:
+        wait_until(lambda: inside in effects(), f"the leg to enter {paused_in}")
+        leg.send_signal(signal.SIGSTOP)
+        wait_until(lambda: _lease_lapsed(run), "the paused leg's lease to lapse")
+        _heal(run)
+        before = effects()
+    finally:
+        leg.send_signal(signal.SIGCONT)
+    leg.communicate(timeout=60)
+
+    woken = effects()[len(before) :]
+    assert [line for line in woken if line.endswith(":start")] == []  # no tool started
+    assert [line for line in woken if line.startswith("model:")] == []  # no model call
+    assert [line for line in effects() if line.startswith("VIOLATION")] == []
+    run.refresh_from_db()
+    assert run.status == "completed"
+    roles = ["user", *["assistant", "tool"] * STEPS, "assistant"]
+    assert stored_rows(run) == list(enumerate(roles))  # the stale leg wrote nothing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leg_whose_connection_is_terminated_reconnects_and_repeats_nothing(
+    effects: Callable[[], list[str]],
+) -> None:
+    """PostgreSQL terminates the leg's session mid-tool (a failover, an admin's
+    pg_terminate_backend): the leg discards the dead connection, goes on with a new
+    one under the lease it still holds, and nothing runs twice."""
+    if connection.vendor != "postgresql":
+        pytest.skip("pg_terminate_backend is PostgreSQL's")
+    run = _crashy_run()
+    leg = start_manage(
+        "deuz",
+        "resume",
+        run.run_id,
+        DEUZ_LEASE_SECONDS="3",
+        DEUZ_TEST_PAUSE_AT="charge:1",
+        DEUZ_TEST_PAUSE_SECONDS="1.5",
+    )
+    wait_until(
+        lambda: f"charge:{run.run_id}:1:start" in effects(), "the leg to enter a tool"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        assert cursor.fetchone()[0] >= 1  # the leg's session
+    _out, err = leg.communicate(timeout=60)
+    assert leg.returncode == 0, err
+    log = effects()
+    for step in range(STEPS):
+        for kind in ("note", "charge"):
+            assert log.count(f"{kind}:{run.run_id}:{step}:start") == 1, (kind, step)
+        assert log.count(f"model:{run.run_id}:{step}") == 1
+    assert [line for line in log if line.startswith("VIOLATION")] == []
+    run.refresh_from_db()
+    assert (run.status, run.last_error) == ("completed", "")
