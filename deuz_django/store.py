@@ -49,7 +49,7 @@ from .core.durable import (
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
-from .models import Approval, ApprovalKind, Run, RunMessage
+from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunMessage
 from .step_journal import DjangoStepJournal, calls_in_doubt
 
 _REMEMBERED_RUNS = 1000
@@ -387,12 +387,22 @@ def _record_approvals(
     A request for a call that the latest journaled step of the run — or of one of its
     sub-agents' runs, for a request from inside a sub-agent — shows started without an
     outcome is of kind ``outcome_unknown`` (the loop suspended on a call a crash left in
-    doubt).
+    doubt). Such a row keeps the input a person's edit put in place of the model's, so
+    it shows what ran and "run it again" runs the edit again.
     """
     in_doubt = set(
         calls_in_doubt(run_pk, run_id, [r.tool_call_id for r in requests]).values_list(
             "tool_call_id", flat=True
         )
+    )
+    edits = dict(
+        Approval.objects.filter(
+            run_id=run_pk,
+            kind=ApprovalKind.APPROVAL,
+            status=ApprovalStatus.APPROVED,
+            approval_id__in=[r.approval_id for r in requests],
+            edited_input__isnull=False,
+        ).values_list("approval_id", "edited_input")
     )
     Approval.objects.bulk_create(
         [
@@ -407,6 +417,9 @@ def _record_approvals(
                 input=json.loads(encode_json(r.input)),
                 agent_path=list(r.agent_path or ()),
                 token=r.token or "",
+                edited_input=edits.get(r.approval_id)
+                if r.tool_call_id in in_doubt
+                else None,
             )
             for r in requests
         ],

@@ -238,6 +238,17 @@ def state_refusal(
     )
 
 
+def _edited_input(
+    approval: Approval, verdict: Verdict, status: str
+) -> dict[str, Any] | None:
+    """The input a recorded verdict runs the call with, when not the model's: an
+    approving verdict's edit, or — on a call in doubt, which is never edited — the edit
+    that ran before the crash (kept, so "run it again" runs it again)."""
+    if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+        return approval.edited_input
+    return verdict.edited_input if status == ApprovalStatus.APPROVED else None
+
+
 def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
     """Why ``verdict.edited_input`` may not replace the call's input: only an approving
     verdict on a gated call of an ``editable`` tool edits, and the edited input must pass
@@ -291,9 +302,7 @@ def record_verdict(
             decided_at=timezone.now(),
             reason=reason,
             operator=operator,
-            edited_input=verdict.edited_input
-            if status == ApprovalStatus.APPROVED
-            else None,
+            edited_input=_edited_input(approval, verdict, status),
         )
         if (
             updated == 1

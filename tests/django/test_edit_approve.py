@@ -16,8 +16,9 @@ from django.contrib.auth.models import User
 
 from deuz_django import services
 from deuz_django.core.approvals import EDITED_NOTE
-from deuz_django.models import ApprovalStatus, Run
+from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.routing import websocket_urlpatterns
+from deuz_django.step_journal import DjangoStepJournal
 from tests.api.support import approve, client, started, verdicts_url
 
 from .run_support import approval, tool_results
@@ -214,3 +215,22 @@ async def test_a_bad_edit_on_the_socket_gets_an_error_frame_and_nothing_is_recor
     assert (error["type"], error["code"]) == ("error", "invalid_verdict")
     assert "editedInput.amount" in error["message"]
     await sync_to_async(assert_nothing_recorded)(run)
+
+
+def test_an_edited_call_a_crash_left_in_doubt_runs_again_with_the_edit(
+    run: Run, fin: User, effects: Callable[[], list[str]]
+) -> None:
+    """The edit outlives a crash inside the edited call: the in-doubt row shows what ran
+    (the edit), and "run it again" runs the edit, never the model's original input."""
+    assert post(fin, run, edited(run)).status_code == 200
+    services.decide_approval(approval(run, "send_email"), user=fin, approved=True)
+    # The leg that settled the verdicts died inside ``pay``: started, no outcome.
+    DjangoStepJournal().record_start(run.run_id, 0, "p1")
+    assert services.resume_run(run.run_id).status == "suspended"
+    in_doubt = Approval.objects.get(run=run, kind="outcome_unknown")
+    assert (in_doubt.tool_call_id, in_doubt.edited_input) == ("p1", EDITED)
+    assert not any(line.startswith("pay:") for line in effects())
+
+    services.decide_approval(in_doubt, user=fin, approved=True)  # run it again
+    assert services.resume_run(run.run_id).status == "completed"
+    assert [line for line in effects() if line.startswith("pay:")] == ["pay:ann:20.0"]
