@@ -24,7 +24,6 @@ the stale leg's save raises :class:`~deuz_django.exceptions.LeaseLost`.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -49,8 +48,9 @@ from .core.durable import (
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
-from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunMessage
-from .step_journal import DjangoStepJournal, calls_in_doubt
+from .models import Run, RunMessage
+from .step_journal import DjangoStepJournal
+from .suspensions import record_approvals
 
 _REMEMBERED_RUNS = 1000
 
@@ -151,7 +151,7 @@ class DjangoSessionStore:
                     batch_size=500,
                 )
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
-                _record_approvals(pk, run_id, checkpoint.pending_approvals)
+                record_approvals(pk, run_id, checkpoint.pending_approvals)
         self._remember(run_id, pk, messages, checkpoint.step_index)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
@@ -377,51 +377,3 @@ def _message_rows(
         data = encode_message(messages[index])
         rows.append((index, messages[index].role, data, digest(data)))
     return rows
-
-
-def _record_approvals(
-    run_pk: int, run_id: str, requests: tuple[ToolApprovalRequest, ...]
-) -> None:
-    """One pending row per gated call; an id already recorded keeps its (decided) row.
-
-    A request for a call that the latest journaled step of the run — or of one of its
-    sub-agents' runs, for a request from inside a sub-agent — shows started without an
-    outcome is of kind ``outcome_unknown`` (the loop suspended on a call a crash left in
-    doubt). Such a row keeps the input a person's edit put in place of the model's, so
-    it shows what ran and "run it again" runs the edit again.
-    """
-    in_doubt = set(
-        calls_in_doubt(run_pk, run_id, [r.tool_call_id for r in requests]).values_list(
-            "tool_call_id", flat=True
-        )
-    )
-    edits = dict(
-        Approval.objects.filter(
-            run_id=run_pk,
-            kind=ApprovalKind.APPROVAL,
-            status=ApprovalStatus.APPROVED,
-            approval_id__in=[r.approval_id for r in requests],
-            edited_input__isnull=False,
-        ).values_list("approval_id", "edited_input")
-    )
-    Approval.objects.bulk_create(
-        [
-            Approval(
-                run_id=run_pk,
-                approval_id=r.approval_id,
-                kind=ApprovalKind.OUTCOME_UNKNOWN
-                if r.tool_call_id in in_doubt
-                else ApprovalKind.APPROVAL,
-                tool_call_id=r.tool_call_id,
-                tool_name=r.tool_name,
-                input=json.loads(encode_json(r.input)),
-                agent_path=list(r.agent_path or ()),
-                token=r.token or "",
-                edited_input=edits.get(r.approval_id)
-                if r.tool_call_id in in_doubt
-                else None,
-            )
-            for r in requests
-        ],
-        ignore_conflicts=True,
-    )

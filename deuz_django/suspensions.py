@@ -1,0 +1,62 @@
+"""The rows a suspended run waits on: one per call its checkpoint asks a person about.
+
+Written with the checkpoint that suspends the run, in its transaction, so a run never
+waits on a request nobody can see.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .core.approvals import ToolApprovalRequest
+from .core.durable.codec import encode_json
+from .models import Approval, ApprovalKind, ApprovalStatus
+from .step_journal import calls_in_doubt
+
+
+def record_approvals(
+    run_pk: int, run_id: str, requests: tuple[ToolApprovalRequest, ...]
+) -> None:
+    """One pending row per gated call; an id already recorded keeps its (decided) row.
+
+    A request for a call that the latest journaled step of the run — or of one of its
+    sub-agents' runs, for a request from inside a sub-agent — shows started without an
+    outcome is of kind ``outcome_unknown`` (the loop suspended on a call a crash left in
+    doubt). Such a row keeps the input a person's edit put in place of the model's, so
+    it shows what ran and "run it again" runs the edit again.
+    """
+    in_doubt = set(
+        calls_in_doubt(run_pk, run_id, [r.tool_call_id for r in requests]).values_list(
+            "tool_call_id", flat=True
+        )
+    )
+    edits = dict(
+        Approval.objects.filter(
+            run_id=run_pk,
+            kind=ApprovalKind.APPROVAL,
+            status=ApprovalStatus.APPROVED,
+            approval_id__in=[r.approval_id for r in requests],
+            edited_input__isnull=False,
+        ).values_list("approval_id", "edited_input")
+    )
+    Approval.objects.bulk_create(
+        [
+            Approval(
+                run_id=run_pk,
+                approval_id=r.approval_id,
+                kind=ApprovalKind.OUTCOME_UNKNOWN
+                if r.tool_call_id in in_doubt
+                else ApprovalKind.APPROVAL,
+                tool_call_id=r.tool_call_id,
+                tool_name=r.tool_name,
+                input=json.loads(encode_json(r.input)),
+                agent_path=list(r.agent_path or ()),
+                token=r.token or "",
+                edited_input=edits.get(r.approval_id)
+                if r.tool_call_id in in_doubt
+                else None,
+            )
+            for r in requests
+        ],
+        ignore_conflicts=True,
+    )
