@@ -36,6 +36,7 @@ from .live import LegStream
 from .models import Run, RunStatus
 from .registry import AgentSpec, load_agent
 from .responses import collect_verdicts, settle_max_age_ms
+from .signals import run_completed, run_failed, run_suspended, send_on_commit
 from .store import DjangoSessionStore, Lease
 from .verdicts import approval_signer, current_pending
 
@@ -233,6 +234,7 @@ async def run_leg(
                     released["journal_open"] = False
             error: str | None = None
             finish_reason: str | None = None
+            failed = False
             try:
                 finish_reason = (await leg.result()).finish_reason
             except Exception as exc:
@@ -247,10 +249,10 @@ async def run_leg(
                 pass  # handed over: another process continues the run at once
             elif error is not None or finish_reason == "aborted":
                 # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
-                await _database(_record_error, lease, error or ABORTED)
+                failed = await _database(_record_error, lease, error or ABORTED)
             elif reason is None:
                 released.update(recovery_attempts=0, recover_after=None)
-            return await _outcome_or_unknown(run_id, finish_reason, error)
+            return await _outcome_or_unknown(run_id, finish_reason, error, failed)
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
@@ -307,12 +309,12 @@ async def _database[T](function: Callable[..., T], *args: Any, **kwargs: Any) ->
 
 
 async def _outcome_or_unknown(
-    run_id: str, finish_reason: str | None, error: str | None
+    run_id: str, finish_reason: str | None, error: str | None, failed: bool
 ) -> LegOutcome:
     """How the leg ended; when the database cannot say (it went away after the last
     save), the outcome says that instead of raising the driver's error."""
     try:
-        return await _database(_outcome, run_id, finish_reason, error)
+        return await _database(_outcome, run_id, finish_reason, error, failed)
     except DatabaseError as db_error:
         logger.exception("deuz: reading how run %s's leg ended failed", run_id)
         return LegOutcome(
@@ -353,18 +355,34 @@ def _store_trace(run_id: str, traceparent: str) -> None:
         logger.exception("deuz: storing the trace context of run %s failed", run_id)
 
 
-def _record_error(lease: Lease, error: str) -> None:
-    Run.objects.filter(
-        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    ).update(last_error=error[:2000])
+def _record_error(lease: Lease, error: str) -> bool:
+    """Keep the failed leg's error on the run; ``False`` when the lease was taken over
+    (the run is another process's now, and did not fail)."""
+    return (
+        Run.objects.filter(
+            run_id=lease.run_id,
+            lease_owner=lease.owner,
+            lease_generation=lease.generation,
+        ).update(last_error=error[:2000])
+        == 1
+    )
 
 
-def _outcome(run_id: str, finish_reason: str | None, error: str | None) -> LegOutcome:
+def _outcome(
+    run_id: str, finish_reason: str | None, error: str | None, failed: bool
+) -> LegOutcome:
     run = Run.objects.get(run_id=run_id)
+    pending = list(current_pending(run))
+    if failed:
+        send_on_commit(run_failed, Run, run=run, error=error or ABORTED)
+    elif run.status == RunStatus.SUSPENDED:
+        send_on_commit(run_suspended, Run, run=run, approvals=pending)
+    elif run.status == RunStatus.COMPLETED and error is None:
+        send_on_commit(run_completed, Run, run=run)
     return LegOutcome(
         run_id=run_id,
         status=run.status,
         finish_reason=finish_reason,
-        pending_approvals=current_pending(run).count(),
+        pending_approvals=len(pending),
         error=error,
     )

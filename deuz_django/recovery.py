@@ -44,6 +44,7 @@ from .exceptions import RunBusy, RunNotResumable
 from .live import LegStream
 from .models import Run, RunStatus
 from .services import recoverable_runs
+from .signals import run_failed, send_on_commit
 from .store import Lease
 from .tasks import enqueue_claimed_leg
 
@@ -98,6 +99,8 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
         logger.error(
             "deuz: recovery of run %s gave up after %d attempts", run_id, limit
         )
+        failed = Run.objects.get(run_id=run_id)
+        send_on_commit(run_failed, Run, run=failed, error=failed.last_error)
         raise RecoveryExhausted(run_id)
     Run.objects.filter(run_id=run_id, lease_generation=lease.generation).update(
         recovery_attempts=F("recovery_attempts") + 1,

@@ -14,10 +14,10 @@ from .models import Approval, ApprovalStatus, Run
 from .verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
+    announce_verdict,
     is_expired,
     max_age,
     pending_ids,
-    trace_verdict,
     user_or_none,
 )
 
@@ -60,7 +60,7 @@ def collect_verdicts(
             )
             row.refresh_from_db()  # a verdict recorded concurrently wins
             if updated:
-                trace_verdict(row)
+                announce_verdict(row)
     verdicts: list[dict[str, Any]] = []
     for approval_id in ids:
         row = rows.get(approval_id)

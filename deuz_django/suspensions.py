@@ -1,16 +1,20 @@
 """The rows a suspended run waits on: one per call its checkpoint asks a person about.
 
 Written with the checkpoint that suspends the run, in its transaction, so a run never
-waits on a request nobody can see.
+waits on a request nobody can see; ``approval_requested`` goes out for each new row once
+that transaction commits.
 """
 
 from __future__ import annotations
 
 import json
 
+from django.db.models import Q
+
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
 from .models import Approval, ApprovalKind, ApprovalStatus
+from .signals import approval_requested, send_on_commit
 from .step_journal import calls_in_doubt
 
 
@@ -30,23 +34,34 @@ def record_approvals(
             "tool_call_id", flat=True
         )
     )
+    ids = [r.approval_id for r in requests]
+    # The rows a new one would conflict with (see Approval.Meta.constraints).
+    recorded = set(
+        Approval.objects.filter(run_id=run_pk, approval_id__in=ids)
+        .filter(Q(kind=ApprovalKind.APPROVAL) | Q(status=ApprovalStatus.PENDING))
+        .values_list("approval_id", "kind")
+    )
     edits = dict(
         Approval.objects.filter(
             run_id=run_pk,
             kind=ApprovalKind.APPROVAL,
             status=ApprovalStatus.APPROVED,
-            approval_id__in=[r.approval_id for r in requests],
+            approval_id__in=ids,
             edited_input__isnull=False,
         ).values_list("approval_id", "edited_input")
     )
+    kinds = {
+        r.approval_id: ApprovalKind.OUTCOME_UNKNOWN
+        if r.tool_call_id in in_doubt
+        else ApprovalKind.APPROVAL
+        for r in requests
+    }
     Approval.objects.bulk_create(
         [
             Approval(
                 run_id=run_pk,
                 approval_id=r.approval_id,
-                kind=ApprovalKind.OUTCOME_UNKNOWN
-                if r.tool_call_id in in_doubt
-                else ApprovalKind.APPROVAL,
+                kind=kinds[r.approval_id],
                 tool_call_id=r.tool_call_id,
                 tool_name=r.tool_name,
                 input=json.loads(encode_json(r.input)),
@@ -60,3 +75,10 @@ def record_approvals(
         ],
         ignore_conflicts=True,
     )
+    new = Approval.objects.filter(
+        run_id=run_pk,
+        approval_id__in=[i for i, kind in kinds.items() if (i, kind) not in recorded],
+        status=ApprovalStatus.PENDING,
+    ).select_related("run")
+    for approval in new:
+        send_on_commit(approval_requested, Approval, approval=approval)

@@ -57,6 +57,7 @@ from .permissions import (
     edit_refusal,
     is_signed_in,
 )
+from .signals import approval_decided, send_on_commit
 from .step_journal import calls_in_doubt
 
 EXPIRED_REASON = "Approval expired."
@@ -315,8 +316,15 @@ def record_verdict(
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
         )
-    trace_verdict(approval)
+    announce_verdict(approval)
     return Decision(approval, run_ready=not current_pending(approval.run).exists())
+
+
+def announce_verdict(approval: Approval) -> None:
+    """A recorded verdict leaves its traces: the ``await_approval`` span and, once its
+    transaction commits, the ``approval_decided`` signal."""
+    trace_verdict(approval)
+    send_on_commit(approval_decided, Approval, approval=approval)
 
 
 def trace_verdict(approval: Approval) -> None:
