@@ -23,7 +23,9 @@ signal                     sent when                                            
 =========================  ====================================================  ==========
 
 ``sender`` is the model class (``Approval`` or ``Run``); ``approval`` and ``run`` are
-rows as committed, ``approvals`` the run's pending approval rows.
+rows as committed, ``approvals`` the run's pending approval rows; an escalation's ``to``
+is ``"perm:<app_label.codename>"`` or ``"group:<name>"``: the people it now goes to too
+(who still need the right to decide the call).
 
 >>> from django.dispatch import receiver
 >>> @receiver(approval_requested)
