@@ -6,17 +6,21 @@ deuz_django.E003  an agent in DEUZ["AGENTS"] cannot be imported or is not an Age
 deuz_django.E004  the ASGI application routes the deuz consumer but no CHANNEL_LAYERS is
                   configured
 deuz_django.E005  the default task backend cannot run the resume task
+deuz_django.W030  a deadline waits longer than DEUZ["APPROVAL_MAX_AGE"]: the approval
+                  expires first, so the deadline (or its reminder) never comes
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error
+from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
 from .conf import deuz_settings
+from .deadlines import duration_text
 
 MIN_SECRET_LENGTH = 32
 
@@ -146,4 +150,40 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return []
 
 
-ALL = (check_approval_secret, check_agents, check_channel_layer, check_task_backend)
+def check_deadlines(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    from .registry import agent_deadlines
+
+    seconds = deuz_settings.APPROVAL_MAX_AGE
+    if seconds is None:
+        return []
+    max_age = timedelta(seconds=float(seconds))
+    warnings: list[CheckMessage] = []
+    for name in deuz_settings.AGENTS:
+        try:
+            rules = agent_deadlines(name)
+        except Exception:  # deuz_django.E003 says why
+            continue
+        for label, deadline in rules.named():
+            if deadline.longest_wait <= max_age:
+                continue
+            warnings.append(
+                Warning(
+                    f"Agent {name!r}: {label} lets a call wait "
+                    f"{duration_text(deadline.longest_wait)}, longer than "
+                    f"DEUZ['APPROVAL_MAX_AGE'] ({duration_text(max_age)}).",
+                    hint="The approval expires at APPROVAL_MAX_AGE first (its run "
+                    "continues with 'Approval expired.'), so this deadline never comes: "
+                    "shorten it or raise APPROVAL_MAX_AGE.",
+                    id="deuz_django.W030",
+                )
+            )
+    return warnings
+
+
+ALL = (
+    check_approval_secret,
+    check_agents,
+    check_channel_layer,
+    check_task_backend,
+    check_deadlines,
+)

@@ -16,6 +16,10 @@ The legs go through ``django.tasks`` (a worker runs them), or, in a server that 
 itself, onto its event loop beside the readers that follow them. Any number of processes
 may sweep at once: each run is taken by its lease's compare-and-set. ``deuz recover`` stays
 for operators; :data:`recover_runs_task` is the same sweep for a scheduler of your own.
+
+The sweeper runs every job in :data:`SWEEPS` in turn — recovery, then the deadlines of
+pending approvals (:mod:`deuz_django.deadline_sweep`) — each failure logged on its own,
+so one failing job neither stops the others nor the next round.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
@@ -37,7 +43,7 @@ from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
-from . import continuation, draining, leases
+from . import continuation, deadline_sweep, draining, leases
 from .conf import deuz_settings
 from .core import AbortController
 from .exceptions import RunBusy, RunNotResumable
@@ -63,6 +69,13 @@ class SweepReport:
     continued: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     journals_closed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {
+            "continued": self.continued,
+            "failed": self.failed,
+            "journalsClosed": self.journals_closed,
+        }
 
 
 def backoff(attempt: int) -> timedelta:
@@ -189,18 +202,34 @@ async def _close_journal(lease: Lease) -> None:
     await stream.close()
 
 
-@task
-def recover_runs_task() -> dict[str, list[str]]:
-    """One recovery sweep as a task (for a scheduler of your own: cron, Celery beat)."""
-    report = sweep()
-    return {
-        "continued": report.continued,
-        "failed": report.failed,
-        "journalsClosed": report.journals_closed,
-    }
-
-
 # -- the sweeper ---------------------------------------------------------------------------
+
+
+class Report(Protocol):
+    def to_json(self) -> dict[str, list[str]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A job of the sweeper: ``run`` continues what it frees through ``django.tasks``,
+    ``arun`` on the event loop of a server that runs legs itself."""
+
+    name: str
+    run: Callable[[], Report]
+    arun: Callable[[], Awaitable[Report]]
+
+
+SWEEPS = (
+    Sweep("recovery", sweep, asweep),
+    Sweep("deadlines", deadline_sweep.sweep, deadline_sweep.asweep),
+)
+
+
+@task
+def recover_runs_task() -> dict[str, dict[str, list[str]]]:
+    """One round of every sweep as a task (for a scheduler of your own: cron, Celery
+    beat): ``{"recovery": {...}, "deadlines": {...}}``."""
+    return {job.name: job.run().to_json() for job in SWEEPS}
 
 
 class Sweeper(threading.Thread):
@@ -221,25 +250,24 @@ class Sweeper(threading.Thread):
         self._stopped.set()
 
     def sweep_once(self) -> None:
-        if draining.stopping():
-            return
-        try:
-            loop = continuation.home_loop()
-            if loop is not None:
-                report = asyncio.run_coroutine_threadsafe(asweep(), loop).result()
-            else:
-                report = sweep()
-            if report.continued or report.failed or report.journals_closed:
-                logger.info(
-                    "deuz: recovery continued %s, gave up on %s, closed journals of %s",
-                    report.continued,
-                    report.failed,
-                    report.journals_closed,
+        for job in SWEEPS:
+            if draining.stopping():
+                return
+            try:
+                loop = continuation.home_loop()
+                if loop is not None:
+                    report = asyncio.run_coroutine_threadsafe(job.arun(), loop).result()
+                else:
+                    report = job.run()
+                done = {key: ids for key, ids in report.to_json().items() if ids}
+                if done:
+                    logger.info("deuz: the %s sweep: %s", job.name, done)
+            except Exception:
+                logger.exception(
+                    "deuz: the %s sweep failed; it runs again later", job.name
                 )
-        except Exception:
-            logger.exception("deuz: the recovery sweep failed; it runs again later")
-        finally:
-            close_old_connections()
+            finally:
+                close_old_connections()
 
 
 _sweeper: Sweeper | None = None

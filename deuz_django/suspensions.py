@@ -13,6 +13,7 @@ from django.db.models import Q
 
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
+from .deadline_rows import schedule_deadlines
 from .models import Approval, ApprovalKind, ApprovalStatus
 from .signals import approval_requested, send_on_commit
 from .step_journal import calls_in_doubt
@@ -75,6 +76,7 @@ def record_approvals(
         ],
         ignore_conflicts=True,
     )
+    schedule_deadlines(run_pk, ids)
     new = Approval.objects.filter(
         run_id=run_pk,
         approval_id__in=[i for i, kind in kinds.items() if (i, kind) not in recorded],
