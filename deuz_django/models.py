@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from .deadlines import escalation_label
 from .exceptions import RunNotFound
 from .permissions import visible_runs
 
@@ -342,6 +343,11 @@ class Approval(models.Model):
     def escalates(self) -> bool:
         """Its deadline escalates (once) rather than timing the call out."""
         return bool(self.escalate_to) and self.escalated_at is None
+
+    @property
+    def escalated_to(self) -> str:
+        """Whom its deadline escalated the call to, for people (``""`` before)."""
+        return "" if self.escalated_at is None else escalation_label(self.escalate_to)
 
     @property
     def agent_path_label(self) -> str:

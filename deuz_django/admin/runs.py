@@ -64,6 +64,11 @@ class PendingRow:
         return pretty(self.approval.input)
 
     @property
+    def deadline(self) -> str:
+        """When the call times out or escalates, and the time left (``""``: never)."""
+        return display.deadline(self.approval)
+
+    @property
     def in_doubt(self) -> bool:
         """A call a crash left in doubt: answered "it happened", "run it again" or
         "mark it failed" instead of approved or denied."""
