@@ -4,6 +4,7 @@ answer — and a verdict that comes after the timeout is refused with nothing re
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from .run_support import let_time_pass
 pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
 TIMED_OUT = "Timed out: nobody decided within 10 minutes."
+WAIT_ROUNDS = 3000
 
 
 @pytest.fixture
@@ -53,9 +55,17 @@ async def frames_until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
 
 
 async def suspended_on_the_socket(ws: WebsocketCommunicator) -> Run:
+    """A run started on the socket, suspended, its leg over (the lease released just
+    after the leg's ``done``)."""
     await ws.send_json_to({"type": "start", "agent": "timed_nested", "text": "go"})
     run_id = (await frames_until_done(ws))[0]["runId"]
-    return await Run.objects.aget(run_id=run_id)
+
+    held = Run.objects.filter(run_id=run_id).exclude(lease_owner="")
+    for _ in range(WAIT_ROUNDS):  # a guard against hanging, not a timing
+        if not await held.aexists():
+            return await Run.objects.aget(run_id=run_id)
+        await asyncio.sleep(0.02)
+    raise AssertionError("the leg never released its lease")
 
 
 async def test_a_socket_following_the_run_sees_it_go_on_when_its_call_times_out(
