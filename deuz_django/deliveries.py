@@ -157,6 +157,16 @@ def record_failure(
     ).update(**changes)
 
 
+def record_content(delivery: Delivery, body: str, *, target: str | None = None) -> None:
+    """Keep what an attempt settled or has done so far (a mail's recipients, those
+    reached), so that the next attempt goes on from there."""
+    changes: dict[str, Any] = {"body": body}
+    if target is not None:
+        changes["target"] = target[: Delivery._meta.get_field("target").max_length]
+    Delivery.objects.filter(pk=delivery.pk).update(**changes)
+    delivery.body = body
+
+
 def requeue_due(now: datetime, limit: int) -> list[tuple[int, int]]:
     """The due deliveries this sweep takes, as ``(pk, next attempt)``: each one's
     ``next_attempt_at`` is moved :data:`QUEUED_GRACE` ahead first, so a concurrent sweep

@@ -2,9 +2,11 @@
 
 One mail per person (:func:`deuz_django.recipients.deciders`), plain text with an HTML
 alternative, with the call, its input, the run, and links to *Approve*, *Deny* and
-*Open* it (:mod:`deuz_django.action_links`). The mail is written when the event
-happens and stored in the delivery log as sent; ``EMAIL_BACKEND`` sends it in a task,
-retried with backoff while the mail server is away.
+*Open* it (:mod:`deuz_django.action_links`). Where the event happens only a row of the
+delivery log is written (cheap: a leg does not wait for permission checks and
+templates); the task that sends it settles who may decide the call and writes the
+mail, keeps both in the row, and mails each person in turn. A retry — the mail server
+was away — mails those not reached yet; nobody is asked once the call is decided.
 
 Options: ``EVENTS`` (those below, all by default), ``FROM_EMAIL`` (``DEFAULT_FROM_EMAIL``
 by default), ``MAX_ATTEMPTS``. The mail backend's ``timeout`` bounds an attempt
@@ -28,7 +30,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from . import action_links
-from .deliveries import Delivery, DeliveryChannel
+from .deliveries import Delivery, DeliveryChannel, record_content
 from .models import IN_DOUBT, Approval, ApprovalKind
 from .notifiers import (
     DEFAULT_MAX_ATTEMPTS,
@@ -78,23 +80,56 @@ class EmailNotifier(Notifier):
         """The mail backend's timeout (``MAILERS`` ``OPTIONS``), 0 when it has none."""
         try:
             backend = mail.mailers.default
-        except (
-            Exception
-        ):  # a broken mail set-up: the attempt itself fails with its error
+        except Exception:  # a broken mail set-up: the attempt fails with its error
             return 0.0
         return float(getattr(backend, "timeout", None) or 0)
 
     def deliveries(self, event: Event) -> list[Delivery]:
+        """One row per event: who is mailed, and what, is settled when it is sent."""
         approval = event.approval
         if approval is None:
             return []
-        addresses = dict.fromkeys(
-            email_of(user) for user in deciders(approval, to=event.to)
+        about = {"approval": approval.pk, "to": event.to}
+        target = f"who may decide {approval.tool_name} ({approval.approval_id})"
+        return [self.delivery(event, target, json.dumps(about))]
+
+    def send(self, delivery: Delivery) -> None:
+        """Mail each person who may decide the call, one by one; a retry mails only
+        those the last attempt did not reach, and nobody once the call is decided."""
+        content = json.loads(delivery.body)
+        approval = (
+            Approval.objects.select_related("run", "run__owner")
+            .filter(pk=content["approval"])
+            .first()
         )
-        if not addresses:
-            return []
-        body = json.dumps(self.message(event, approval))
-        return [self.delivery(event, address, body) for address in addresses]
+        if approval is None or not approval.is_pending:
+            content["note"] = "The call was decided before everyone was mailed."
+            record_content(delivery, json.dumps(content))
+            return
+        if "mail" not in content:
+            event = Event(
+                delivery.event,
+                approval.run,
+                approval,
+                to=content["to"],
+                created_at=delivery.created_at,
+            )
+            people = deciders(approval, to=event.to)
+            content.update(
+                recipients=list(dict.fromkeys(email_of(user) for user in people)),
+                sent=[],
+                mail=self.message(event, approval),
+            )
+            record_content(
+                delivery,
+                json.dumps(content),
+                target=", ".join(content["recipients"]) or "nobody may decide it",
+            )
+        for address in content["recipients"]:
+            if address not in content["sent"]:
+                self.send_one(content["mail"], address, delivery)
+                content["sent"].append(address)
+                record_content(delivery, json.dumps(content))
 
     def message(self, event: Event, approval: Approval) -> dict[str, str]:
         """The mail about ``event``, the same for every recipient."""
@@ -106,20 +141,23 @@ class EmailNotifier(Notifier):
             "html": render_to_string("deuz_django/email/approval.html", context),
         }
 
-    def send(self, delivery: Delivery) -> None:
-        content = json.loads(delivery.body)
+    def send_one(
+        self, content: dict[str, str], address: str, delivery: Delivery
+    ) -> None:
         message = EmailMultiAlternatives(
             subject=content["subject"],
             body=content["text"],
             from_email=content["from"],
-            to=[delivery.target],
+            to=[address],
             headers={"X-Deuz-Delivery": str(delivery.delivery_id)},
         )
         message.attach_alternative(content["html"], "text/html")
         try:
             message.send()
         except (smtplib.SMTPException, OSError) as error:
-            raise DeliveryFailed(f"{type(error).__name__}: {error}") from error
+            raise DeliveryFailed(
+                f"{address}: {type(error).__name__}: {error}"
+            ) from error
 
 
 def subject(event: Event, approval: Approval) -> str:

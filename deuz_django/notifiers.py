@@ -145,8 +145,9 @@ class Notifier:
     # -- what a notifier implements --------------------------------------------------------
 
     def deliveries(self, event: Event) -> list[Delivery]:
-        """The unsaved rows ``event`` makes (:meth:`delivery`): one per recipient or
-        URL; nothing is sent here. Runs where the event happened, once it committed."""
+        """The unsaved rows ``event`` makes (:meth:`delivery`); nothing is sent here.
+        Runs where the event happened (often a leg), once it committed: keep it cheap,
+        and leave slow work to :meth:`send`."""
         raise NotImplementedError
 
     def send(self, delivery: Delivery) -> int | None:

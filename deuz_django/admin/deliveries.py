@@ -76,10 +76,11 @@ class DeliveryAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("what was sent"))
     def sent(self, obj: Delivery) -> str:
-        """The webhook's body, or the mail's subject, sender and text (as sent)."""
+        """The webhook's body; for mail, who was to be mailed, who was, and the mail
+        (its text: the HTML part says the same)."""
         body = json.loads(obj.body)
-        if obj.channel == DeliveryChannel.EMAIL:
-            body = {key: body[key] for key in ("subject", "from", "text")}
+        if obj.channel == DeliveryChannel.EMAIL and "mail" in body:
+            body["mail"] = {k: v for k, v in body["mail"].items() if k != "html"}
         return display.json_block(body, str(gettext_lazy("What was sent")))
 
     @admin.action(
