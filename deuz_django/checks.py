@@ -24,6 +24,9 @@ from django.utils.module_loading import import_string
 from .conf import deuz_settings
 
 MIN_SECRET_LENGTH = 32
+GENERATE_SECRET = (
+    "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+)
 
 
 def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]:
@@ -41,8 +44,7 @@ def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]
         return [
             Error(
                 f"DEUZ['APPROVAL_SECRET'] is weaker than {MIN_SECRET_LENGTH} characters.",
-                hint="Generate one with: "
-                "python -c 'import secrets; print(secrets.token_urlsafe(48))'",
+                hint=GENERATE_SECRET,
                 id="deuz_django.E002",
             )
         ]
@@ -163,7 +165,8 @@ def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         try:
             notifiers.append(load_notifier(index, entry))
         except NotifierConfigError as error:
-            errors.append(Error(str(error), hint=NOTIFIERS_HINT, id=error.check_id))
+            hint = HINTS.get(error.check_id, NOTIFIERS_HINT)
+            errors.append(Error(str(error), hint=hint, id=error.check_id))
     if any(n.makes_links for n in notifiers) or deuz_settings.SITE_URL:
         errors += _link_errors()
     return errors
@@ -173,6 +176,7 @@ NOTIFIERS_HINT = (
     "See the README's 'Notifications': each entry is a dict with a BACKEND and its "
     "options in capitals."
 )
+HINTS = {"deuz_django.E022": GENERATE_SECRET}
 
 
 def _link_errors() -> list[Error]:

@@ -77,6 +77,9 @@ def test_a_webhook_without_a_strong_secret_is_e022(secret: Any) -> None:
     [(check_id, text)] = errors(NOTIFIERS=[entry])
     assert check_id == "deuz_django.E022"
     assert "SECRET must be a random string of at least 32 characters" in text
+    with notifying(entry):
+        [error] = checks.check_notifiers()
+    assert "secrets.token_urlsafe(48)" in error.hint
 
 
 @pytest.mark.parametrize(
