@@ -40,6 +40,15 @@ DEFAULTS: dict[str, Any] = {
     "SHUTDOWN_GRACE_SECONDS": 10,
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
+    # Who is told what, and how (deuz_django.notifiers): a list of entries such as
+    # {"BACKEND": "deuz_django.emails.EmailNotifier"} or {"BACKEND":
+    # "deuz_django.webhooks.WebhookNotifier", "URL": ..., "SECRET": ...}.
+    "NOTIFIERS": [],
+    # The site's address for links sent where no request exists (mails, webhooks):
+    # "https://ops.example.com".
+    "SITE_URL": None,
+    # Seconds an emailed Approve / Deny / Open link works.
+    "ACTION_LINK_MAX_AGE": 7 * 24 * 3600,
 }
 IMPORT_STRINGS = frozenset({"STREAM_STORE"})
 

@@ -215,6 +215,13 @@ class ApprovalKind(models.TextChoices):
     OUTCOME_UNKNOWN = "outcome_unknown", _("outcome unknown")
 
 
+# What an ``outcome_unknown`` approval asks, in the words every surface shows.
+IN_DOUBT = _(
+    "This call started before a crash and left no outcome, and its tool is not safe "
+    "to run twice: did it happen?"
+)
+
+
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending", _("pending")
     APPROVED = "approved", _("approved")
@@ -358,3 +365,7 @@ class StreamEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq}"
+
+
+# The notification delivery log has a module of its own (its rows and their lifecycle).
+from .deliveries import Delivery, DeliveryChannel, DeliveryStatus  # noqa: E402, F401

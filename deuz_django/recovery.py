@@ -16,6 +16,9 @@ The legs go through ``django.tasks`` (a worker runs them), or, in a server that 
 itself, onto its event loop beside the readers that follow them. Any number of processes
 may sweep at once: each run is taken by its lease's compare-and-set. ``deuz recover`` stays
 for operators; :data:`recover_runs_task` is the same sweep for a scheduler of your own.
+
+Other periodic work rides on the same thread (:func:`also_sweep`): after each recovery
+sweep the sweeper runs those sweeps too, each on its own, a failing one logged.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -202,6 +206,16 @@ def recover_runs_task() -> dict[str, list[str]]:
 
 # -- the sweeper ---------------------------------------------------------------------------
 
+_other_sweeps: list[Callable[[], object]] = []
+
+
+def also_sweep(other: Callable[[], object]) -> None:
+    """Have every sweeper run ``other`` after each recovery sweep, in the sweeper's
+    thread (never on a server's event loop): periodic work that needs no thread of its
+    own, such as retrying notification deliveries. Registering twice runs it once."""
+    if other not in _other_sweeps:
+        _other_sweeps.append(other)
+
 
 class Sweeper(threading.Thread):
     """Sweeps at start and then every ``interval`` seconds, until :meth:`stop`."""
@@ -240,6 +254,15 @@ class Sweeper(threading.Thread):
             logger.exception("deuz: the recovery sweep failed; it runs again later")
         finally:
             close_old_connections()
+        for other in _other_sweeps:
+            try:
+                other()
+            except Exception:
+                logger.exception(
+                    "deuz: the sweep %r failed; it runs again later", other
+                )
+            finally:
+                close_old_connections()
 
 
 _sweeper: Sweeper | None = None

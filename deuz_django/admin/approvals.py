@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ..models import Approval, ApprovalKind, ApprovalStatus, Run
+from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
 from ..transcript import pretty
 from ..verdicts import is_expired
@@ -30,7 +30,6 @@ from . import display
 from .base import ReadOnlyAdmin
 from .decisions import (
     ANSWERS,
-    IN_DOUBT,
     ReasonForm,
     VerdictForm,
     decide,

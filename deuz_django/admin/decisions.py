@@ -106,11 +106,6 @@ class Answer:
     effect: str
 
 
-# The explanation the admin shows beside an ``outcome_unknown`` approval.
-IN_DOUBT = gettext_lazy(
-    "This call started before a crash and left no outcome, and its tool is not safe "
-    "to run twice: did it happen?"
-)
 # By the verdict a button posts (VerdictForm.verdict).
 ANSWERS = {
     "happened": Answer(

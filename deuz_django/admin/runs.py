@@ -18,12 +18,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
-from ..models import Approval, ApprovalKind, ApprovalStatus, Run
+from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, edit_refusal, is_editable
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import ANSWERS, IN_DOUBT
+from .decisions import ANSWERS
 
 
 class HasPendingFilter(admin.SimpleListFilter):
