@@ -36,26 +36,35 @@ def max_hours() -> int:
     return int(deuz_settings.GRANT_MAX_HOURS)
 
 
-def allow_problem(approval: Approval, approved: bool, allow: Allow) -> str | None:
-    """Why ``allow`` may not go with this verdict (``None``: it may)."""
+def allow_problem(
+    approval: Approval, approved: bool, allow: Allow
+) -> tuple[str, str] | None:
+    """Why ``allow`` may not go with this verdict, as the field at fault (``allow`` or
+    ``allow.hours``) and the problem; ``None`` when it may."""
     if not approved:
-        return "only an approving verdict may allow further calls"
+        return "allow", "only an approving verdict may allow further calls"
     if approval.kind != ApprovalKind.APPROVAL:
-        return "only a gated call's approval may allow further calls"
+        return "allow", "only a gated call's approval may allow further calls"
     if allow.scope == GrantScope.RUN:
         if allow.hours is not None:
-            return "hours go with the owner scope only (a run's grant lasts the run)"
+            return (
+                "allow.hours",
+                "only with the owner scope (a run's grant lasts the run)",
+            )
         return None
     if allow.hours is None or not 1 <= allow.hours <= max_hours():
-        return f"hours must be a whole number from 1 to {max_hours()}"
+        return "allow.hours", f"give a whole number of hours from 1 to {max_hours()}"
     if approval.run.owner_id is None:
-        return "the run has no owner whose runs could be allowed"
+        return "allow", "the run has no owner whose runs could be allowed"
     try:
         tool = approval_tool(approval)
     except DeuzError as error:
-        return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
+        problem = (
+            f"the rules for {approval.tool_name} calls cannot be read now: {error}"
+        )
+        return "allow", problem
     if tool is not None and not tool.approval_by_owner:
-        return (
+        return "allow", (
             f"{approval.tool_name} calls may not be allowed for the owner's runs: "
             "the owner may not approve them (separation of duties); allow them for "
             "this run instead"

@@ -232,14 +232,18 @@ def state_refusal(
                 problem,
                 "editedInput",
             )
-    if verdict.allow is not None:
-        problem = allow_problem(approval, verdict.approved, verdict.allow)
-        if problem is not None:
-            return Refusal(
-                InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
-                problem,
-                "allow",
-            )
+    refused = (
+        None
+        if verdict.allow is None
+        else allow_problem(approval, verdict.approved, verdict.allow)
+    )
+    if refused is not None:
+        field, problem = refused
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}, {field}: {problem}."),
+            problem,
+            field,
+        )
     if not verdict.approved:
         return None  # a denial needs no token
     token = approval.token if verdict.token is None else verdict.token

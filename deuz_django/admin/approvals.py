@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, QuerySet, Value, When
+from django.db.models import Case, Q, QuerySet, Value, When
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -75,13 +75,36 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset.filter(status=self.value())
 
 
+class DeciderFilter(admin.SimpleListFilter):
+    """By who decided: a person, or automatically (a standing rule or a grant)."""
+
+    title = gettext_lazy("decided by")
+    parameter_name = "decider"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("automatic", _("A standing rule or grant")),
+            ("person", _("A person")),
+        ]
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[Approval]
+    ) -> QuerySet[Approval]:
+        automatic = Q(decided_by_rule__isnull=False) | Q(decided_by_grant__isnull=False)
+        if self.value() == "automatic":
+            return queryset.filter(automatic)
+        if self.value() == "person":
+            return queryset.exclude(status=ApprovalStatus.PENDING).exclude(automatic)
+        return queryset
+
+
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
     # Few, narrow columns, so the queue fits a laptop screen beside the admin's sidebars:
     # long inputs and titles are cut short, with the whole value in the tooltip and on
     # the approval's own page.
     list_display = ("call", "call_input", "run_link", "status_badge")
-    list_filter = (StatusFilter, "kind", "tool_name", "run__agent")
+    list_filter = (StatusFilter, DeciderFilter, "kind", "tool_name", "run__agent")
     search_fields = ("tool_name", "approval_id", "run__run_id", "run__owner__username")
     actions = ("approve_selected", "deny_selected")
     changelist_title = gettext_lazy("Approval queue")
@@ -102,7 +125,13 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return Approval.objects.for_user(request.user).select_related(
-            "run", "run__owner", "decided_by"
+            "run",
+            "run__owner",
+            "decided_by",
+            "decided_by_rule__created_by",
+            "decided_by_grant__created_by",
+            "decided_by_grant__run",
+            "decided_by_grant__owner",
         )
 
     def get_ordering(self, request: HttpRequest) -> Any:
@@ -187,7 +216,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             '<span class="deuz-decided">{}<span class="deuz-when"><br>{} · {}</span>{}'
             "</span>",
             status,
-            display.decider(obj),
+            display.decided_by(obj),
             display.relative_time(obj.decided_at),
             format_html(
                 '<span class="deuz-truncate" title="{}">{}</span>',
@@ -295,13 +324,15 @@ class ApprovalAdmin(ReadOnlyAdmin):
         verdict: str | None = None,
         result: str = "",
         edit: Any = None,
+        allow: str = "",
     ) -> TemplateResponse:
         """The confirmation page; ``fields`` are posted back with the verdict.
 
         ``verdict`` is the run page button's (one approval): for a call a crash left in
         doubt, the page asks in the words of its three answers and shows the ``result``
         that "it happened" will record; ``edit`` is the difference an edited input
-        makes (:func:`display.input_diff`)."""
+        makes (:func:`display.input_diff`); ``allow`` says what the grant asked for
+        will approve."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -330,6 +361,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "in_doubt": IN_DOUBT,
             "result": result,
             "edit": edit,
+            "allow": allow,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
@@ -388,6 +420,11 @@ class ApprovalAdmin(ReadOnlyAdmin):
             edited = form.edit_of(approval)
             if edited is not None:
                 fields["edited_input"] = request.POST["edited_input"]
+            allow = form.allow
+            if allow is not None:
+                fields["allow_scope"] = allow.scope
+                if allow.hours is not None:
+                    fields["allow_hours"] = str(allow.hours)
             return self._confirmation(
                 request,
                 [approval],
@@ -399,6 +436,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 edit=None
                 if edited is None
                 else display.input_diff(approval.input, edited),
+                allow="" if allow is None else display.allowance(approval, allow),
             )
         else:
             decide(
@@ -408,5 +446,6 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 reason=form.cleaned_data["reason"],
                 result=form.recorded_result,
                 edited_input=form.edit_of(approval),
+                allow=form.allow,
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
