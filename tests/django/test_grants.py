@@ -5,6 +5,7 @@ owner's runs; bad input is refused naming the field, and nothing is recorded."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -296,6 +297,15 @@ async def test_allow_travels_with_the_approval_response_frame(
     )
     grant = await Grant.objects.aget()
     assert (grant.scope, grant.run_id) == ("run", twice.pk)
+    # The socket's process continues the run: e2 is the grant's, and the run ends.
+    for _ in range(200):
+        await twice.arefresh_from_db()
+        if twice.status == RunStatus.COMPLETED and not twice.lease_owner:
+            break
+        await asyncio.sleep(0.05)
+    assert twice.status == RunStatus.COMPLETED
+    e2 = await Approval.objects.aget(run=twice, approval_id="e2")
+    assert e2.decided_by_grant_id == grant.pk
 
 
 @pytest.mark.parametrize(
