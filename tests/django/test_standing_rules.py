@@ -5,6 +5,7 @@ continues at once, to its end, with no person."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -12,10 +13,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.db import DatabaseError
 from django.db.models import RestrictedError
 from django.utils import timezone
 
 from deuz_django import services, signals
+from deuz_django.exceptions import RunBusy
 from deuz_django.models import (
     Approval,
     ApprovalKind,
@@ -371,3 +375,67 @@ def test_a_sub_agents_tool_is_a_tool_rules_may_name(fin: User) -> None:
     StandingRule(
         tool_name="slow", agent="nested_slow", action="deny", reason="x"
     ).full_clean()
+
+
+# -- faults ---------------------------------------------------------------------------------
+
+
+def test_a_decision_that_fails_to_write_fails_the_suspending_save_and_nothing_is_half_written(
+    ann: User, fin: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows and their automatic decisions are one transaction with the checkpoint:
+    a failing write leaves the run at its last boundary for recovery, never a run
+    suspended on rows nobody decided and nobody was told about."""
+    from deuz_django import automatic
+
+    rule(fin, "refund")
+    rule(fin, "send_email")
+    run = services.start_run(
+        agent="gated", messages=[{"role": "user", "content": "go"}], owner=ann
+    )
+
+    def lost(*args: Any, **kwargs: Any) -> Any:
+        raise DatabaseError("the connection was lost")
+
+    monkeypatch.setattr(automatic, "record_verdict", lost)
+    outcome = services.resume_run(run.run_id)
+
+    assert outcome.error is not None
+    assert "A checkpoint save failed: the connection was lost" in outcome.error
+    run.refresh_from_db()
+    assert (run.status, run.step_index, run.pending_approvals) == ("running", 0, "")
+    assert run.recover_after is not None  # recovery retries it
+    assert not Approval.objects.filter(run=run).exists()
+
+    monkeypatch.undo()
+    call_command("deuz", "recover", "--older-than", "0", stdout=io.StringIO())
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    assert set(rows(run)) == {"r1", "e1"}
+
+
+def test_a_run_decided_whose_next_leg_never_started_is_continued_by_recovery(
+    ann: User, fin: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process may die between the suspending leg and the next one: the run is
+    suspended with every call decided, which recovery continues."""
+    from deuz_django import claims
+
+    rule(fin, "refund")
+    rule(fin, "send_email")
+
+    def gone(run_id: str, **kwargs: Any) -> Any:
+        raise RunBusy(run_id)
+
+    monkeypatch.setattr(claims, "claim", gone)
+    run = started(ann)
+    assert run.status == RunStatus.SUSPENDED
+    assert run.lease_owner == ""
+    assert run.run_id in services.recoverable_runs(0)
+
+    monkeypatch.undo()
+    call_command("deuz", "recover", "--older-than", "0", stdout=io.StringIO())
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
