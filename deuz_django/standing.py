@@ -166,14 +166,6 @@ class GrantQuerySet(models.QuerySet["Grant"]):
             Q(expires_at=None) | Q(expires_at__gt=timezone.now())
         )
 
-    def for_user(self, user: Any) -> GrantQuerySet:
-        """Every grant for holders of ``deuz_django.view_grant``, else the user's own."""
-        if not getattr(user, "is_authenticated", False):
-            return self.none()
-        if user.has_perm("deuz_django.view_grant"):
-            return self
-        return self.filter(created_by=user)
-
 
 class Grant(models.Model):
     """ "Approve, and allow this tool": made with an approving verdict, it approves the

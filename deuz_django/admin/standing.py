@@ -246,7 +246,8 @@ class GrantAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Grant]:
         return (
-            Grant.objects.for_user(request.user)
+            super()
+            .get_queryset(request)
             .select_related("created_by", "run", "owner", "approval__run")
             .annotate(decision_count=Count("decisions"))
         )
