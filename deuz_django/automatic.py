@@ -46,7 +46,6 @@ def decide_automatically(approvals: Sequence[Approval]) -> list[Approval]:
     if not calls:
         return []
     run = calls[0].run
-    budget = int(deuz_settings.MAX_AUTOMATIC_DECISIONS) - _automatic_streak(run)
     tools = {a.tool_name for a in calls}
     rules = list(
         StandingRule.objects.in_force()
@@ -62,6 +61,9 @@ def decide_automatically(approvals: Sequence[Approval]) -> list[Approval]:
         .select_related("created_by", "run", "owner")
         .order_by("pk")
     )
+    if not rules and not grants:
+        return []
+    budget = int(deuz_settings.MAX_AUTOMATIC_DECISIONS) - _automatic_streak(run)
     decided = []
     for approval in calls:
         if budget <= 0:
