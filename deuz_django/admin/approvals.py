@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, QuerySet, Value, When
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -37,6 +37,7 @@ from .decisions import (
     form_problems,
 )
 from .runs import pending_row
+from .standing import DeciderFilter
 
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
@@ -73,29 +74,6 @@ class StatusFilter(admin.SimpleListFilter):
         if self.value() == self.ALL:
             return queryset
         return queryset.filter(status=self.value())
-
-
-class DeciderFilter(admin.SimpleListFilter):
-    """By who decided: a person, or automatically (a standing rule or a grant)."""
-
-    title = gettext_lazy("decided by")
-    parameter_name = "decider"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
-        return [
-            ("automatic", _("A standing rule or grant")),
-            ("person", _("A person")),
-        ]
-
-    def queryset(
-        self, request: HttpRequest, queryset: QuerySet[Approval]
-    ) -> QuerySet[Approval]:
-        automatic = Q(decided_by_rule__isnull=False) | Q(decided_by_grant__isnull=False)
-        if self.value() == "automatic":
-            return queryset.filter(automatic)
-        if self.value() == "person":
-            return queryset.exclude(status=ApprovalStatus.PENDING).exclude(automatic)
-        return queryset
 
 
 @admin.register(Approval)

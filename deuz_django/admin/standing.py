@@ -1,6 +1,7 @@
 """Standing rules and grants in the admin: rules are made and edited here (the condition
 in its compact text form, or as JSON, checked before anything is saved); grants are made
-by approving, and listed and revoked here. Each shows what it decided.
+by approving, and listed and revoked here. Each shows what it decided; the approval
+queue filters by who decided (:class:`DeciderFilter`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..conditions import ConditionError, parse_condition, parse_text, to_text
-from ..models import Grant, StandingRule
+from ..models import ApprovalStatus, Grant, StandingRule
 from . import display
 from .base import ReadOnlyAdmin
 
@@ -125,6 +126,27 @@ def decisions_link(obj: StandingRule | Grant, field: str) -> str:
     return format_html(
         '<a href="{}?status=all&amp;{}={}">{}</a>', queue, field, obj.pk, count
     )
+
+
+class DeciderFilter(admin.SimpleListFilter):
+    """By who decided: a person, or automatically (a standing rule or a grant)."""
+
+    title = gettext_lazy("decided by")
+    parameter_name = "decider"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("automatic", _("A standing rule or grant")),
+            ("person", _("A person")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        automatic = Q(decided_by_rule__isnull=False) | Q(decided_by_grant__isnull=False)
+        if self.value() == "automatic":
+            return queryset.filter(automatic)
+        if self.value() == "person":
+            return queryset.exclude(status=ApprovalStatus.PENDING).exclude(automatic)
+        return queryset
 
 
 @admin.register(StandingRule)
