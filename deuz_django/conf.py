@@ -38,6 +38,11 @@ DEFAULTS: dict[str, Any] = {
     "RECOVERY_BACKOFF": 5,
     # Seconds a stopping process (SIGTERM) lets its legs reach their next boundary.
     "SHUTDOWN_GRACE_SECONDS": 10,
+    # Hours an owner-wide grant ("approve, and allow for my runs") may last at most.
+    "GRANT_MAX_HOURS": 168,
+    # Automatic decisions (standing rules, grants) in a row on one run; after these a
+    # person decides the next call, so a model that keeps asking cannot loop unattended.
+    "MAX_AUTOMATIC_DECISIONS": 20,
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
     # Who is told what, and how (deuz_django.notifiers): a list of entries such as

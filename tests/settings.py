@@ -38,6 +38,8 @@ DEUZ = {
         "support": "tests.django.dashboard_agents.support",
         "research": "tests.django.dashboard_agents.research",
         "verbose": "tests.e2e.agents.verbose",
+        "twice": "tests.django.rule_agents.twice",
+        "repeater": "tests.django.rule_agents.repeater",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

@@ -1,12 +1,20 @@
 """The Django admin for durable runs: a read-only run browser, the approval queue, the
-dashboard and the notification delivery log.
+dashboard, the notification delivery log, standing rules and grants.
 
-Importing this package (``admin.autodiscover``) registers the four admins.
+Importing this package (``admin.autodiscover``) registers the six admins.
 """
 
 from .approvals import ApprovalAdmin
 from .dashboard import DashboardAdmin
 from .deliveries import DeliveryAdmin
 from .runs import RunAdmin
+from .standing import GrantAdmin, StandingRuleAdmin
 
-__all__ = ["ApprovalAdmin", "DashboardAdmin", "DeliveryAdmin", "RunAdmin"]
+__all__ = [
+    "ApprovalAdmin",
+    "DashboardAdmin",
+    "DeliveryAdmin",
+    "GrantAdmin",
+    "RunAdmin",
+    "StandingRuleAdmin",
+]

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import Group, Permission, User
 from django.core.management.base import BaseCommand
 
+from deuz_django.models import StandingRule
 from example_project.models import Order
 
 CUSTOMER = ("customer", "customer-pass")
@@ -29,8 +30,19 @@ APPROVER_PERMISSIONS = [
     ("deuz_django", "decide_approval"),
     ("deuz_django", "resume_run"),
     ("deuz_django", "edit_approval_input"),
+    ("deuz_django", "view_standingrule"),
+    ("deuz_django", "add_standingrule"),
+    ("deuz_django", "change_standingrule"),
+    ("deuz_django", "view_grant"),
+    ("deuz_django", "change_grant"),
     ("example_project", "approve_refund"),
 ]
+# Staff's standing rule: small refunds need no person (deuz_django.standing).
+SMALL_REFUNDS = {
+    "tool_name": "issue_refund",
+    "agent": "assistant",
+    "reason": "Refunds of at most $20 are approved automatically.",
+}
 
 
 class Command(BaseCommand):
@@ -55,10 +67,20 @@ class Command(BaseCommand):
         self._user(*CUSTOMER, email="customer@example.com")
         staff = self._user(*STAFF, email="staff@example.com", is_staff=True)
         staff.groups.add(approvers)
+        StandingRule.objects.update_or_create(
+            **SMALL_REFUNDS,
+            defaults={
+                "condition": [{"field": "amount", "op": "<=", "value": 20}],
+                "action": "approve",
+                "created_by": staff,
+                "active": True,
+            },
+        )
         self.stdout.write(
             "Demo users:\n"
             f"  customer  {CUSTOMER[0]} / {CUSTOMER[1]}   — chats at /\n"
             f"  staff     {STAFF[0]} / {STAFF[1]}      — approves refunds at /admin/\n"
+            "Standing rule: refunds of at most $20 are approved automatically.\n"
         )
 
     def _user(self, username: str, password: str, **fields: Any) -> User:
