@@ -19,7 +19,7 @@ parts against the run's journal in the database (lost: a journaled part a client
 received, or received different), counts the tools' executions in their effects log
 (duplicated: a call that ran twice) and reads every run's status.
 
-    .venv/bin/python benchmarks/soak.py [--json] [--runs 500] [--customers 24] \
+    .venv/bin/python benchmarks/soak.py [--json] [--runs 500] [--customers 16] \
         [--database-url postgres://…/postgres] [--redis-url redis://…/0] \
         [--amqp-url amqp://…//]
 
@@ -60,7 +60,7 @@ from benchmarks.soak_checks import (  # noqa: E402
     read_journals,
 )
 from benchmarks.soak_clients import Api, Customer, RunRecord, Staff  # noqa: E402
-from tests.live_site import Daphne, LiveSite, kill_tree  # noqa: E402
+from tests.live_site import CELERY_WORKER, Daphne, LiveSite, kill_tree  # noqa: E402
 
 TARGET = (
     "every run completed, 0 parts lost, 0 duplicated tool effects, with one worker and "
@@ -110,12 +110,7 @@ class Processes:
         with log.open("wb") as output:
             worker = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "example_project",
-                    "worker",
+                    *CELERY_WORKER,
                     f"--concurrency={POOL}",
                     "--prefetch-multiplier=1",  # a queued leg waits for a free process
                     "--without-mingle",
@@ -362,7 +357,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--runs", type=int, default=500)
-    parser.add_argument("--customers", type=int, default=24)
+    parser.add_argument("--customers", type=int, default=16)
     parser.add_argument(
         "--database-url", default="postgres://postgres@127.0.0.1:5432/postgres"
     )

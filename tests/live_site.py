@@ -24,6 +24,8 @@ from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+# The example project's Celery worker (DEUZ_TASKS=celery); options follow.
+CELERY_WORKER = [sys.executable, "-m", "celery", "-A", "example_project", "worker"]
 
 
 def free_port() -> int:

@@ -40,7 +40,7 @@ from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, wait_until
 from tests.django.run_support import PROMPT
-from tests.live_site import descendants, kill_tree
+from tests.live_site import CELERY_WORKER, descendants, kill_tree
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.workers]
 
@@ -135,12 +135,7 @@ def celery_queue(logs: Path) -> Queue:
             "CELERY_TASK_DEFAULT_QUEUE": CELERY_QUEUE,
         },
         command=[
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "example_project",
-            "worker",
+            *CELERY_WORKER,
             "--concurrency=1",
             "--without-mingle",
             "--without-gossip",
