@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -104,6 +105,10 @@ class Processes:
     daphnes: list[Daphne] = field(default_factory=list)
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    # The kill runs in a thread the load does not wait for: stopping waits for it, and
+    # a kill that comes after the stop does nothing (no process outlives the soak).
+    changing: threading.Lock = field(default_factory=threading.Lock)
+    stopped: bool = False
 
     def start_worker(self, index: int) -> subprocess.Popen[bytes]:
         log = self.logs / f"worker-{index}-{len(self.events)}.log"
@@ -133,19 +138,26 @@ class Processes:
         return worker
 
     def start(self, deployment: Deployment) -> None:
-        self.daphnes = [self.site.daphne() for _ in range(deployment.daphnes)]
-        self.workers = [self.start_worker(i) for i in range(deployment.workers)]
+        with self.changing:
+            for _ in range(deployment.daphnes):
+                self.daphnes.append(self.site.daphne())
+            for index in range(deployment.workers):
+                self.workers.append(self.start_worker(index))
 
     def kill_and_restart(self, at: str) -> None:
         """SIGKILL a random worker (its whole pool) and a random daphne; restart both
         (the daphne on its port) after ``DOWNTIME_SECONDS``."""
-        w, d = random.randrange(len(self.workers)), random.randrange(len(self.daphnes))
-        kill_tree(self.workers[w])
-        self.daphnes[d].kill()
-        self.events.append(f"SIGKILL worker {w} and daphne {d} at {at}")
-        time.sleep(DOWNTIME_SECONDS)
-        self.daphnes[d] = self.site.daphne(self.daphnes[d].port)
-        self.workers[w] = self.start_worker(w)
+        with self.changing:
+            if self.stopped:
+                return
+            w = random.randrange(len(self.workers))
+            d = random.randrange(len(self.daphnes))
+            kill_tree(self.workers[w])
+            self.daphnes[d].kill()
+            self.events.append(f"SIGKILL worker {w} and daphne {d} at {at}")
+            time.sleep(DOWNTIME_SECONDS)
+            self.daphnes[d] = self.site.daphne(self.daphnes[d].port)
+            self.workers[w] = self.start_worker(w)
 
     def log_tails(self) -> str:
         return "\n".join(
@@ -154,10 +166,14 @@ class Processes:
         )
 
     def stop(self) -> None:
-        for worker in self.workers:
-            if worker.poll() is None:
-                kill_tree(worker)
-        self.site.close()
+        with self.changing:
+            self.stopped = True
+            try:
+                for worker in self.workers:
+                    if worker.poll() is None:
+                        kill_tree(worker)
+            finally:
+                self.site.close()  # the daphnes, and the scratch database
 
 
 def site_for(tmp: Path, services: Services, queue: str) -> LiveSite:
