@@ -10,7 +10,8 @@ that staff must approve, the streamed answer) over REST, following it over a Web
 a quarter of them dropping the socket once mid-run and reconnecting with their last seq,
 half of them on another daphne than the one that started the run — then starting the
 next, until ``--runs`` runs were started; and one staff member who polls the pending
-approvals over REST and approves each after 0.2–2 s.
+approvals over REST and approves each after 0.2–2 s. Each customer's first run is a
+warm-up (fresh processes pay for imports and connections): checked, not timed.
 
 Two deployments take the same load one after the other: 2 daphnes + 3 workers, one of
 each SIGKILLed at a random moment between 30 % and 60 % of the runs and restarted a second
