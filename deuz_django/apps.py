@@ -10,7 +10,7 @@ class DeuzConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks as deuz_checks
-        from . import recovery
+        from . import notifications, recovery
         from .conf import reload_on_setting_changed
         from .registry import forget_agents_on_setting_changed
 
@@ -18,5 +18,6 @@ class DeuzConfig(AppConfig):
             checks.register(check, "deuz_django")
         setting_changed.connect(reload_on_setting_changed)
         setting_changed.connect(forget_agents_on_setting_changed)
+        notifications.connect_receivers()
         if recovery.serving():  # a server or a tasks worker heals runs by itself
             recovery.start_sweeper()

@@ -6,6 +6,11 @@ deuz_django.E003  an agent in DEUZ["AGENTS"] cannot be imported or is not an Age
 deuz_django.E004  the ASGI application routes the deuz consumer but no CHANNEL_LAYERS is
                   configured
 deuz_django.E005  the default task backend cannot run the resume task
+deuz_django.E020  DEUZ["NOTIFIERS"] is not a list, or an entry has no importable BACKEND
+deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL, ...)
+deuz_django.E022  a webhook notifier's SECRET is missing or shorter than 32 characters
+deuz_django.E023  notifications make links but DEUZ["SITE_URL"] is missing or not an origin
+deuz_django.E024  notifications make links but the project does not route deuz_django.urls
 deuz_django.W030  a deadline waits longer than DEUZ["APPROVAL_MAX_AGE"]: the approval
                   expires first, so the deadline (or its reminder) never comes
 """
@@ -23,6 +28,9 @@ from .conf import deuz_settings
 from .deadlines import duration_text
 
 MIN_SECRET_LENGTH = 32
+GENERATE_SECRET = (
+    "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+)
 
 
 def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]:
@@ -40,8 +48,7 @@ def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]
         return [
             Error(
                 f"DEUZ['APPROVAL_SECRET'] is weaker than {MIN_SECRET_LENGTH} characters.",
-                hint="Generate one with: "
-                "python -c 'import secrets; print(secrets.token_urlsafe(48))'",
+                hint=GENERATE_SECRET,
                 id="deuz_django.E002",
             )
         ]
@@ -150,6 +157,60 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return []
 
 
+def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from .notifiers import NotifierConfigError, entries, load_notifier
+
+    try:
+        configured = entries()
+    except NotifierConfigError as error:
+        return [Error(str(error), id=error.check_id)]
+    errors, notifiers = [], []
+    for index, entry in enumerate(configured):
+        try:
+            notifiers.append(load_notifier(index, entry))
+        except NotifierConfigError as error:
+            hint = HINTS.get(error.check_id, NOTIFIERS_HINT)
+            errors.append(Error(str(error), hint=hint, id=error.check_id))
+    if any(n.makes_links for n in notifiers) or deuz_settings.SITE_URL:
+        errors += _link_errors()
+    return errors
+
+
+NOTIFIERS_HINT = (
+    "See the README's 'Notifications': each entry is a dict with a BACKEND and its "
+    "options in capitals."
+)
+HINTS = {"deuz_django.E022": GENERATE_SECRET}
+
+
+def _link_errors() -> list[Error]:
+    from django.urls import NoReverseMatch, reverse
+
+    from .action_links import ROUTE, site_url_problem
+
+    problem = site_url_problem(deuz_settings.SITE_URL)
+    if problem is not None:
+        return [
+            Error(
+                problem,
+                hint="Set DEUZ['SITE_URL'] to the address people reach the site at.",
+                id="deuz_django.E023",
+            )
+        ]
+    try:
+        reverse(ROUTE, kwargs={"token": "x"})
+    except NoReverseMatch:
+        return [
+            Error(
+                "Notifications link to the approval pages, but the URLconf does not "
+                "include deuz_django.urls.",
+                hint='Add path("deuz/", include("deuz_django.urls")) to your urls.py.',
+                id="deuz_django.E024",
+            )
+        ]
+    return []
+
+
 def check_deadlines(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     from .registry import agent_deadlines
 
@@ -185,5 +246,6 @@ ALL = (
     check_agents,
     check_channel_layer,
     check_task_backend,
+    check_notifiers,
     check_deadlines,
 )

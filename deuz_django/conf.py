@@ -38,8 +38,22 @@ DEFAULTS: dict[str, Any] = {
     "RECOVERY_BACKOFF": 5,
     # Seconds a stopping process (SIGTERM) lets its legs reach their next boundary.
     "SHUTDOWN_GRACE_SECONDS": 10,
+    # Hours an owner-wide grant ("approve, and allow for my runs") may last at most.
+    "GRANT_MAX_HOURS": 168,
+    # Automatic decisions (standing rules, grants) in a row on one run; after these a
+    # person decides the next call, so a model that keeps asking cannot loop unattended.
+    "MAX_AUTOMATIC_DECISIONS": 20,
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
+    # Who is told what, and how (deuz_django.notifiers): a list of entries such as
+    # {"BACKEND": "deuz_django.emails.EmailNotifier"} or {"BACKEND":
+    # "deuz_django.webhooks.WebhookNotifier", "URL": ..., "SECRET": ...}.
+    "NOTIFIERS": [],
+    # The site's address for links sent where no request exists (mails, webhooks):
+    # "https://ops.example.com".
+    "SITE_URL": None,
+    # Seconds an emailed Approve / Deny / Open link works.
+    "ACTION_LINK_MAX_AGE": 7 * 24 * 3600,
 }
 IMPORT_STRINGS = frozenset({"STREAM_STORE"})
 

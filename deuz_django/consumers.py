@@ -7,7 +7,7 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
     {"type": "subscribe", "runId": "…", "lastSeq": 41}             # replay after 41, then tail
     {"type": "unsubscribe", "runId": "…"}
     {"type": "approval-response", "runId": "…", "approvalId": "…", "approved": true,
-     "reason": "…", "token": "v1.…"}            # optional "result", "editedInput"
+     "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
 
 Server → client::
@@ -181,6 +181,7 @@ class RunConsumer(AsyncWebsocketConsumer):
             token=verdict.token,
             result=verdict.result,
             edited_input=verdict.edited_input,
+            allow=verdict.allow,
         )
         await self._send(
             type="approval-recorded",

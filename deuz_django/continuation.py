@@ -2,9 +2,9 @@
 
 Everything that moves a run on — the WebSocket and SSE after a verdict or a crash, the
 REST API, the admin, the ``deuz`` command, recovery — calls :func:`acontinue_run` or
-:func:`continue_run`. The claim is the same for all of them: the caller's permission
-(when a user asks), the run's lease taken by compare-and-set, the run checked resumable
-and its verdicts gathered. So the caller learns at once that the run is busy
+:func:`continue_run`. The claim is the same for all of them (:func:`deuz_django.claims.claim`): the
+caller's permission (when a user asks), the run's lease taken by compare-and-set, the
+run checked resumable and its verdicts gathered. So the caller learns at once that the run is busy
 (:class:`RunBusy`), finished or still waiting for a verdict (:class:`RunNotResumable`),
 unknown (:class:`RunNotFound`) or not theirs to resume (:class:`NotPermitted`). Only
 where the leg then runs differs:
@@ -14,6 +14,10 @@ where the leg then runs differs:
 - ``in_process=False``: queued through ``django.tasks``; the task takes the lease over
   (:func:`deuz_django.tasks.enqueue_claimed_leg`). If the task is lost, the lease lapses
   and recovery continues the run.
+
+Either way a leg that leaves the run waiting on nothing undecided — standing rules or
+grants decided every call it suspended on — is followed at once by the next leg, claimed
+the same way once the previous one released the lease (:func:`deuz_django.claims.run_legs`).
 """
 
 from __future__ import annotations
@@ -26,13 +30,11 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 
-from . import draining, leases
+from . import draining
+from .claims import claim, run_legs
 from .core import AbortController
-from .exceptions import NotPermitted, RunBusy, RunNotResumable
-from .legs import LegOutcome, PartObserver, gather_verdicts, run_leg
-from .models import Run
-from .permissions import can_resume_run, is_signed_in
-from .registry import agent_tools
+from .exceptions import RunBusy, RunNotResumable
+from .legs import LegOutcome, PartObserver
 from .store import Lease
 from .tasks import enqueue_claimed_leg
 
@@ -85,35 +87,6 @@ class Continuation:
             raise
 
 
-def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lease:
-    """Take the run's lease and check it may continue (see the module docstring).
-
-    ``user`` is who asks (``None`` for the system: verdicts that left nothing undecided,
-    tasks, recovery). With ``deny_remaining`` the undecided approvals are denied now, in
-    the caller, recorded as ``user``'s.
-    """
-    if user is not None:
-        _check_may_resume(run_id, user)
-    lease = leases.acquire(run_id)
-    try:
-        run, _verdicts = gather_verdicts(
-            run_id, deny_remaining=deny_remaining, user=user
-        )
-        agent_tools(run.agent)  # an agent that cannot be built fails the claim
-    except BaseException:
-        leases.release(lease)
-        raise
-    return lease
-
-
-def _check_may_resume(run_id: str, user: Any) -> None:
-    if not is_signed_in(user):
-        raise NotPermitted("Sign in to resume runs.")
-    run = Run.objects.visible(user, run_id)
-    if not can_resume_run(user, run):
-        raise NotPermitted("You may not resume this run.")
-
-
 async def acontinue_run(
     run_id: str,
     *,
@@ -149,7 +122,7 @@ def run_here(
     _home_loop = asyncio.get_running_loop()
     run_id = lease.run_id
     leg = asyncio.ensure_future(
-        run_leg(lease, observer=observer, controller=controller)
+        run_legs(lease, observer=observer, controller=controller)
     )
     _running[run_id] = leg
     leg.add_done_callback(lambda done: _forget(run_id, done))

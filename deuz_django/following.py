@@ -50,6 +50,7 @@ async def follow(
         # process that ran it may have just handed it over (a deploy).
         quiet_since = checked_at = time.monotonic() - CONTINUE_AFTER_SECONDS
         while True:
+            changed = feed.changed(run_id)  # before reading: a nudge meanwhile counts
             records = feed.recent(run_id, cursor)
             if records is None:
                 try:
@@ -68,7 +69,7 @@ async def follow(
                 checked_at = now
                 await _continue_if_abandoned(run_id)
             yield []
-            await feed.wait(run_id, poll_seconds)
+            await feed.wait(changed, poll_seconds)
 
 
 async def _continue_if_abandoned(run_id: str) -> None:

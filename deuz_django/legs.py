@@ -56,6 +56,16 @@ class LegOutcome:
     pending_approvals: int
     error: str | None = None
 
+    @property
+    def decided(self) -> bool:
+        """The run suspended, but every call it waits on is decided already (standing
+        rules or grants decided them as it suspended): it may continue at once."""
+        return (
+            self.status == RunStatus.SUSPENDED
+            and self.pending_approvals == 0
+            and self.error is None
+        )
+
     def to_json(self) -> dict[str, Any]:
         """What a background task returns (task results are JSON)."""
         return {

@@ -134,14 +134,20 @@ class Feed:
                 feed.readers -= 1
                 self._release(run_id)
 
-    async def wait(self, run_id: str, seconds: float) -> None:
-        """Until something is published for ``run_id`` (or a nudge arrives), or ``seconds``."""
+    def changed(self, run_id: str) -> asyncio.Future[None]:
+        """What the next :meth:`wake` of ``run_id`` resolves. A reader takes it *before*
+        it reads the journal, so a wake that comes during the read is kept, not lost."""
         feed = self.state(run_id)
         if feed.changed is None or feed.changed.done():
             feed.changed = asyncio.get_running_loop().create_future()
+        return feed.changed
+
+    @staticmethod
+    async def wait(changed: asyncio.Future[None], seconds: float) -> None:
+        """Until ``changed`` (from :meth:`changed`) is resolved, or ``seconds``."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
-                await asyncio.shield(feed.changed)
+                await asyncio.shield(changed)
 
     def __len__(self) -> int:
         """How many runs this process keeps an entry for."""

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from .deadlines import escalation_label
 from .exceptions import RunNotFound
 from .permissions import visible_runs
+from .standing import Grant, StandingRule
 
 # The ids callers may choose and address runs by (they go into URLs and group names).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -216,6 +217,13 @@ class ApprovalKind(models.TextChoices):
     OUTCOME_UNKNOWN = "outcome_unknown", _("outcome unknown")
 
 
+# What an ``outcome_unknown`` approval asks, in the words every surface shows.
+IN_DOUBT = _(
+    "This call started before a crash and left no outcome, and its tool is not safe "
+    "to run twice: did it happen?"
+)
+
+
 class ApprovalStatus(models.TextChoices):
     PENDING = "pending", _("pending")
     APPROVED = "approved", _("approved")
@@ -274,6 +282,22 @@ class Approval(models.Model):
     # model's). The edit is part of the approving verdict, so its editor is
     # ``decided_by``.
     edited_input = models.JSONField(null=True, blank=True)
+    # An automatic decision: the standing rule or the grant that made it (a rule or a
+    # grant that decided something is never deleted, only switched off or revoked).
+    decided_by_rule = models.ForeignKey(
+        StandingRule,
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="decisions",
+    )
+    decided_by_grant = models.ForeignKey(
+        Grant,
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="decisions",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Deadlines (deuz_django.deadlines), set when the row is recorded: a reminder is due
     # at ``remind_at`` (sent at ``reminded_at``); at ``deadline_at`` the call times out
@@ -308,6 +332,11 @@ class Approval(models.Model):
             models.CheckConstraint(
                 condition=Q(status="pending") | Q(decided_at__isnull=False),
                 name="deuz_decided_approval_has_time",
+            ),
+            models.CheckConstraint(
+                condition=Q(decided_by_rule__isnull=True)
+                | Q(decided_by_grant__isnull=True),
+                name="deuz_approval_one_automatic_decider",
             ),
         ]
         # The dashboard's decision latency by tool (waiting approvals use the status index).
@@ -354,9 +383,22 @@ class Approval(models.Model):
         return " › ".join(self.agent_path or [])
 
     @property
+    def automatic(self) -> StandingRule | Grant | None:
+        """The standing rule or grant that decided this call, if one did."""
+        return self.decided_by_rule or self.decided_by_grant
+
+    @property
     def decider(self) -> str:
-        """Who recorded the verdict: a user, an operator override from the shell (with
-        the name the operator gave), or the system (an expiry, a resume without one)."""
+        """Who recorded the verdict: a standing rule or a grant (and who made it), a
+        user, an operator override from the shell (with the name the operator gave), or
+        the system (an expiry, a resume without one)."""
+        automatic = self.automatic
+        if automatic is not None:
+            maker = automatic.created_by
+            return _("%(decider)s, made by %(maker)s") % {
+                "decider": automatic,
+                "maker": maker.get_username() if maker else _("a deleted user"),
+            }
         if self.operator:
             return _("%(name)s (operator override)") % {"name": self.operator}
         if self.decided_by is not None:
@@ -392,3 +434,7 @@ class StreamEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq}"
+
+
+# The notification delivery log has a module of its own (its rows and their lifecycle).
+from .deliveries import Delivery, DeliveryChannel, DeliveryStatus  # noqa: E402, F401

@@ -18,7 +18,8 @@ may sweep at once: each run is taken by its lease's compare-and-set. ``deuz reco
 for operators; :data:`recover_runs_task` is the same sweep for a scheduler of your own.
 
 The sweeper runs every job in :data:`SWEEPS` in turn — recovery, then the deadlines of
-pending approvals (:mod:`deuz_django.deadline_sweep`) — each failure logged on its own,
+pending approvals (:mod:`deuz_django.deadline_sweep`), then the retries of notification
+deliveries (:func:`deuz_django.notifications.sweep`) — each failure logged on its own,
 so one failing job neither stops the others nor the next round.
 """
 
@@ -43,7 +44,7 @@ from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
-from . import continuation, deadline_sweep, draining, leases
+from . import continuation, deadline_sweep, draining, leases, notifications
 from .conf import deuz_settings
 from .core import AbortController
 from .exceptions import RunBusy, RunNotResumable
@@ -212,23 +213,26 @@ class Report(Protocol):
 @dataclass(frozen=True, slots=True)
 class Sweep:
     """A job of the sweeper: ``run`` continues what it frees through ``django.tasks``,
-    ``arun`` on the event loop of a server that runs legs itself."""
+    ``arun`` on the event loop of a server that runs legs itself. A job that frees no
+    run has no ``arun``: it runs in the sweeper's own thread even in a server, so what
+    it does (sending mail with the immediate backend) never holds up the loop."""
 
     name: str
     run: Callable[[], Report]
-    arun: Callable[[], Awaitable[Report]]
+    arun: Callable[[], Awaitable[Report]] | None
 
 
 SWEEPS = (
     Sweep("recovery", sweep, asweep),
     Sweep("deadlines", deadline_sweep.sweep, deadline_sweep.asweep),
+    Sweep("notifications", notifications.sweep, None),
 )
 
 
 @task
 def recover_runs_task() -> dict[str, dict[str, list[str]]]:
     """One round of every sweep as a task (for a scheduler of your own: cron, Celery
-    beat): ``{"recovery": {...}, "deadlines": {...}}``."""
+    beat): ``{"recovery": {...}, "deadlines": {...}, "notifications": {...}}``."""
     return {job.name: job.run().to_json() for job in SWEEPS}
 
 
@@ -255,7 +259,7 @@ class Sweeper(threading.Thread):
                 return
             try:
                 loop = continuation.home_loop()
-                if loop is not None:
+                if loop is not None and job.arun is not None:
                     report = asyncio.run_coroutine_threadsafe(job.arun(), loop).result()
                 else:
                     report = job.run()

@@ -25,6 +25,7 @@ from .core.durable import AgentCheckpoint
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
 from .exceptions import ApprovalExpired, ApprovalNotFound, RunExists
+from .grants import Allow
 from .journal import get_journal
 from .legs import ABORTED, LegOutcome, PartObserver
 from .models import Approval, ApprovalStatus, Run, RunStatus
@@ -156,13 +157,15 @@ def decide_approval(
     token: str | None = None,
     result: RecordedResult | None = None,
     edited_input: dict[str, Any] | None = None,
+    allow: Allow | None = None,
 ) -> Decision:
     """Record one verdict, atomically and once; the caller continues the run when
     ``decision.run_ready`` (:func:`continue_run`).
 
     ``result`` answers an ``outcome_unknown`` approval with "it happened, and this was
     its outcome" (only with ``approved=True``; see :mod:`deuz_django.verdicts`).
-    ``edited_input`` approves a call of an ``editable`` tool with that input instead.
+    ``edited_input`` approves a call of an ``editable`` tool with that input instead;
+    ``allow`` approves and allows the tool's later calls (:mod:`deuz_django.grants`).
 
     The checks of :func:`deuz_django.verdicts.check_verdict`: anonymous users get
     :class:`NotPermitted`; an approval on a run the user may not see is
@@ -180,6 +183,7 @@ def decide_approval(
             token=token,
             result=result,
             edited_input=edited_input,
+            allow=allow,
         ),
     )
 

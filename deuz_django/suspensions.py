@@ -1,8 +1,12 @@
 """The rows a suspended run waits on: one per call its checkpoint asks a person about.
 
 Written with the checkpoint that suspends the run, in its transaction, so a run never
-waits on a request nobody can see; ``approval_requested`` goes out for each new row once
-that transaction commits.
+waits on a request nobody can see. Each new row gets its deadline first
+(:mod:`deuz_django.deadline_rows`); standing rules and grants then decide what they cover
+in the same transaction (:mod:`deuz_django.automatic`) — a row they decide is no longer
+pending, so the deadline sweep never reminds, escalates or times it out; and
+``approval_requested`` goes out for each new row left for a person once that
+transaction commits.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 
 from django.db.models import Q
 
+from .automatic import decide_automatically
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
 from .deadline_rows import schedule_deadlines
@@ -77,10 +82,16 @@ def record_approvals(
         ignore_conflicts=True,
     )
     schedule_deadlines(run_pk, ids)
-    new = Approval.objects.filter(
-        run_id=run_pk,
-        approval_id__in=[i for i, kind in kinds.items() if (i, kind) not in recorded],
-        status=ApprovalStatus.PENDING,
-    ).select_related("run")
+    new = list(
+        Approval.objects.filter(
+            run_id=run_pk,
+            approval_id__in=[
+                i for i, kind in kinds.items() if (i, kind) not in recorded
+            ],
+            status=ApprovalStatus.PENDING,
+        ).select_related("run", "run__owner")
+    )
+    decided = {a.pk for a in decide_automatically(new)}
     for approval in new:
-        send_on_commit(approval_requested, Approval, approval=approval)
+        if approval.pk not in decided:
+            send_on_commit(approval_requested, Approval, approval=approval)

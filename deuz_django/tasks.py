@@ -21,13 +21,15 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.tasks import task
 
 from . import draining, leases
-from .legs import LegOutcome, run_leg
+from .claims import run_legs
+from .legs import LegOutcome
 from .store import Lease
 
 
 @task
 def run_claimed_leg_task(run_id: str, owner: str, generation: int) -> dict[str, Any]:
-    """Run the leg of a claimed run under the lease handed over (its JSON outcome)."""
+    """Run the leg of a claimed run under the lease handed over, and the next ones while
+    standing rules or grants decide what it suspends on (the last leg's JSON outcome)."""
     draining.install()  # a worker's SIGTERM lets this leg reach a boundary first
     return async_to_sync(_run_claimed_leg)(Lease(run_id, owner, generation))
 
@@ -38,7 +40,7 @@ async def _run_claimed_leg(lease: Lease) -> dict[str, Any]:
         return {"runId": lease.run_id, "status": "stopping"}
     if not await sync_to_async(leases.renew)(lease):
         return {"runId": lease.run_id, "status": "busy"}
-    outcome: LegOutcome = await run_leg(lease)
+    outcome: LegOutcome = await run_legs(lease)
     return outcome.to_json()
 
 

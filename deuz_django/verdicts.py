@@ -51,7 +51,8 @@ from .exceptions import (
     InvalidVerdict,
     NotPermitted,
 )
-from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
+from .grants import Allow, allow_problem, record_grant
+from .models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, RunStatus
 from .permissions import (
     approval_tool,
     can_view_run,
@@ -60,6 +61,7 @@ from .permissions import (
     is_signed_in,
 )
 from .signals import approval_decided, send_on_commit
+from .standing import StandingRule
 from .step_journal import calls_in_doubt
 
 EXPIRED_REASON = "Approval expired."
@@ -115,6 +117,8 @@ class Verdict:
     result: RecordedResult | None = None
     # "Edit, then approve": the input the call runs with instead of the model's.
     edited_input: dict[str, Any] | None = None
+    # "Approve, and allow this tool": the grant the approval makes (deuz_django.grants).
+    allow: Allow | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +234,18 @@ def state_refusal(
                 problem,
                 "editedInput",
             )
+    refused = (
+        None
+        if verdict.allow is None
+        else allow_problem(approval, verdict.approved, verdict.allow)
+    )
+    if refused is not None:
+        field, problem = refused
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}, {field}: {problem}."),
+            problem,
+            field,
+        )
     if not verdict.approved:
         return None  # a denial needs no token
     token = approval.token if verdict.token is None else verdict.token
@@ -284,12 +300,19 @@ def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
 
 
 def record_verdict(
-    approval: Approval, user: Any, verdict: Verdict, *, operator: str = ""
+    approval: Approval,
+    user: Any,
+    verdict: Verdict,
+    *,
+    operator: str = "",
+    automatic: StandingRule | Grant | None = None,
 ) -> Decision:
     """Write a verdict that :func:`check_verdict` accepted (an expired approval is
     written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
     was recorded in between. ``operator`` names who overrode the user rules from a
-    shell (``deuz resume --operator``), recorded in the same write."""
+    shell (``deuz resume --operator``), ``automatic`` the standing rule or grant that
+    decided (:mod:`deuz_django.automatic`), recorded in the same write — as is the
+    grant an approving verdict's ``allow`` makes."""
     if is_expired(approval):
         status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
     elif verdict.approved:
@@ -305,13 +328,14 @@ def record_verdict(
             reason=reason,
             operator=operator,
             edited_input=_edited_input(approval, verdict, status),
+            decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
+            decided_by_grant=automatic if isinstance(automatic, Grant) else None,
         )
-        if (
-            updated
-            and status == ApprovalStatus.APPROVED
-            and approval.kind == ApprovalKind.OUTCOME_UNKNOWN
-        ):
-            _settle_in_doubt(approval, verdict.result)
+        if updated and status == ApprovalStatus.APPROVED:
+            if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+                _settle_in_doubt(approval, verdict.result)
+            if verdict.allow is not None:
+                record_grant(approval, user, verdict.allow)
     approval.refresh_from_db()
     if not updated:
         raise ApprovalAlreadyDecided(
@@ -360,7 +384,11 @@ def trace_verdict(approval: Approval) -> None:
     person, an operator, an expiry or a resume that denies what is undecided — so the wait
     shows up when it ends, not only once the run resumes."""
     assert approval.decided_at is not None
-    if approval.operator:
+    if approval.decided_by_rule_id is not None:
+        decider = {"kind": "rule", "rule.id": str(approval.decided_by_rule_id)}
+    elif approval.decided_by_grant_id is not None:
+        decider = {"kind": "grant", "grant.id": str(approval.decided_by_grant_id)}
+    elif approval.operator:
         decider = {"kind": "operator", "operator": approval.operator}
     elif approval.decided_by is not None:
         decider = {

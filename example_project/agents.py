@@ -3,10 +3,12 @@
 - ``lookup_order`` and ``latest_order`` (when the customer names no order) are free;
 - ``issue_refund`` needs a staff approver holding ``example_project.approve_refund``, and the
   customer who owns the run may not approve it (separation of duties); the approver may
-  edit its input (say, the amount) before approving it (``editable``). It has a deadline:
-  a reminder after 15 minutes, at an hour the request goes to the "Finance leads" group
-  too, and an hour later it times out — the customer is told, and may ask again
-  (``DEUZ_DEMO_DEADLINE_SCALE`` shrinks those times, for tests);
+  edit its input (say, the amount) before approving it (``editable``). A standing rule
+  staff keep (``demo_setup`` makes it) approves refunds of at most $20 automatically.
+  A refund left to a person has a deadline: a reminder after 15 minutes, at an hour the
+  request goes to the "Finance leads" group too, and an hour later it times out — the
+  customer is told, and may ask again (``DEUZ_DEMO_DEADLINE_SCALE`` shrinks those
+  times, for tests);
 - ``send_email`` is approved by the customer in the chat;
 - ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
   chat with the agent path ``researcher``.
@@ -48,6 +50,7 @@ SYSTEM = (
 )
 ORDER_NUMBER = re.compile(r"\b([A-Z]-\d{3,})\b", re.IGNORECASE)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+AMOUNT = re.compile(r"\$\s?(\d+(?:\.\d{1,2})?)")
 STREAM_DELAY = float(os.environ.get("DEUZ_DEMO_STREAM_DELAY", "0.03"))
 DEADLINE_SCALE = float(os.environ.get("DEUZ_DEMO_DEADLINE_SCALE", "1"))
 
@@ -154,6 +157,19 @@ def _latest_turn(
     return "", results
 
 
+def _results_of(messages: tuple[Message, ...], name: str) -> list[ToolResultPart]:
+    """The results of ``name``'s calls since the last user message, in order."""
+    _text, by_id = _latest_turn(messages)
+    return [
+        by_id[part.id]  # type: ignore[union-attr]
+        for message in messages
+        for part in message.parts
+        if getattr(part, "type", "") == "tool_use"
+        and part.name == name  # type: ignore[union-attr]
+        and part.id in by_id  # type: ignore[union-attr]
+    ]
+
+
 def _results_by_tool(
     messages: tuple[Message, ...],
 ) -> tuple[str, dict[str, ToolResultPart]]:
@@ -210,11 +226,14 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
         if not ok:
             return _say(f"I couldn't find that order: {found}")
         if "issue_refund" not in done:
+            # The amount the customer names ("refund $15 on A-1003"), else the total.
             total = float(done["lookup_order"].result["total"])  # type: ignore[index]
+            asked = AMOUNT.search(text)
+            amount = min(total, float(asked.group(1))) if asked else total
             return _call(
                 f"refund_{turn}",
                 "issue_refund",
-                {"order_id": named, "amount": total, "reason": "Customer request"},
+                {"order_id": named, "amount": amount, "reason": "Customer request"},
             )
         ok, outcome = _outcome(done["issue_refund"])
         if ok:
@@ -235,27 +254,33 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
             ok, found = _outcome(done["latest_order"])
             if not ok:
                 return _say(f"I couldn't find an order to write about: {found}")
-        order_id = named or str(done["latest_order"].result["order"])  # type: ignore[index]
-        if "send_email" not in done:
+        # One email per order named ("email me about A-1001 and A-1002"), in turn.
+        orders = list(dict.fromkeys(m.upper() for m in ORDER_NUMBER.findall(text)))
+        orders = orders or [str(done["latest_order"].result["order"])]  # type: ignore[index]
+        sent = _results_of(request.messages, "send_email")
+        if sent and not _outcome(sent[-1])[0]:
+            return _say(
+                f"Understood, I did not send the email. ({_outcome(sent[-1])[1]})"
+            )
+        if len(sent) < len(orders):
             to = EMAIL.search(text)
+            suffix = f"_{len(sent) + 1}" if sent else ""
             return _call(
-                f"email_{turn}",
+                f"email_{turn}{suffix}",
                 "send_email",
                 {
                     "to": to.group(0) if to else "customer@example.com",
-                    "subject": f"About your order {order_id}",
+                    "subject": f"About your order {orders[len(sent)]}",
                     "body": "Here is the summary you asked for.",
                 },
             )
         guessed = (
             ""
             if named
-            else f" You didn't name an order, so I used your latest one, {order_id}."
+            else f" You didn't name an order, so I used your latest one, {orders[0]}."
         )
-        ok, outcome = _outcome(done["send_email"])
-        if ok:
-            return _say(f"Done — {outcome}{guessed}")
-        return _say(f"Understood, I did not send the email. ({outcome})")
+        outcomes = " ".join(_outcome(result)[1] for result in sent)
+        return _say(f"Done — {outcomes}{guessed}")
 
     if "research" in lowered or "find out" in lowered:
         if "researcher" not in done:

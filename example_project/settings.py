@@ -12,6 +12,9 @@ DEUZ_LEASE_SECONDS how long a leg's lease lasts without renewal (default 30)
 DEUZ_APPROVAL_SECRET   the approval signing key (a development key is used otherwise)
 DEUZ_MODEL     the demo agent's model: "demo" (offline, default), "openai:<model>",
                "anthropic:<model>" or "openai-compatible:<model>" with DEUZ_MODEL_BASE_URL
+DEUZ_SITE_URL  the address links in notification mails use (default: the demo's,
+               http://127.0.0.1:$PORT)
+DEUZ_WEBHOOK_URL, DEUZ_WEBHOOK_SECRET  also POST every event, signed, to that URL
 """
 
 from __future__ import annotations
@@ -151,6 +154,21 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 # deuz-django reads no task results (runs keep their own state): no result backend needed.
 SILENCED_SYSTEM_CHECKS = ["django_tasks_celery.W001", "django_tasks_celery.W002"]
 
+# Notification mails: the demo prints them in the terminal that serves it. For a real
+# server: {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": {"host":
+# ..., "timeout": 10}} (a timeout, so a mail server that never answers holds no worker).
+MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+DEFAULT_FROM_EMAIL = "Deuz demo <deuz-demo@example.com>"
+notifiers: list[dict[str, Any]] = [{"BACKEND": "deuz_django.emails.EmailNotifier"}]
+if os.environ.get("DEUZ_WEBHOOK_URL"):
+    notifiers.append(
+        {
+            "BACKEND": "deuz_django.webhooks.WebhookNotifier",
+            "URL": os.environ["DEUZ_WEBHOOK_URL"],
+            "SECRET": os.environ.get("DEUZ_WEBHOOK_SECRET", ""),
+        }
+    )
+
 DEUZ = {
     "AGENTS": {"assistant": "example_project.agents.assistant"},
     "APPROVAL_SECRET": os.environ.get(
@@ -163,6 +181,10 @@ DEUZ = {
     if os.environ.get("DEUZ_STREAM_STORE") == "redis"
     else "deuz_django.journal.DatabaseJournal",
     "STREAM_REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+    "NOTIFIERS": notifiers,
+    "SITE_URL": os.environ.get(
+        "DEUZ_SITE_URL", f"http://127.0.0.1:{os.environ.get('PORT', '8000')}"
+    ),
 }
 
 REST_FRAMEWORK = {

@@ -12,4 +12,6 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/deuz/", include("deuz_django.api.urls")),
+    # The pages links in notification mails open (Approve / Deny / Open a call).
+    path("deuz/", include("deuz_django.urls")),
 ]

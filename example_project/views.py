@@ -61,12 +61,14 @@ def chat(request: HttpRequest) -> HttpResponse:
 def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     """Each approval of a run the user sees, and whether the user may approve it.
 
-    The chat shows Approve / Deny only where ``mayDecide`` is true; elsewhere (a refund,
-    which only finance staff may approve) it shows that the call waits for staff. An
-    approval of ``kind`` ``outcome_unknown`` (a call a crash left in doubt) is answered
-    with "it happened" (and its result), "run it again" or "mark it failed" instead.
-    A pending call with a deadline says when (``secondsLeft``, counted by the server's
-    clock) and what then happens: ``escalateTo`` someone, or it times out.
+    The chat shows Approve / Deny (and "Approve and allow for this chat") only where
+    ``mayDecide`` is true; elsewhere (a refund, which only finance staff may approve) it
+    shows that the call waits for staff. An approval of ``kind`` ``outcome_unknown`` (a
+    call a crash left in doubt) is answered with "it happened" (and its result), "run it
+    again" or "mark it failed" instead. ``automatic`` names the standing rule or grant
+    that decided a call, and its reason. A pending call with a deadline says when
+    (``secondsLeft``, counted by the server's clock) and what then happens:
+    ``escalateTo`` someone, or it times out.
     """
     if not request.user.is_authenticated:
         return JsonResponse(
@@ -77,8 +79,12 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
         return JsonResponse({"detail": "No such run.", "code": "not_found"}, status=404)
     approvals = []
     now = timezone.now()
-    for approval in run.approvals.select_related("run"):
+    rows = run.approvals.select_related(
+        "run", "decided_by_rule", "decided_by_grant__run", "decided_by_grant__owner"
+    )
+    for approval in rows:
         refusal = decide_refusal(request.user, approval, approving=True)
+        automatic = approval.automatic
         approvals.append(
             {
                 "approvalId": approval.approval_id,
@@ -88,6 +94,9 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
                 "mayDecide": refusal is None,
                 "refusal": refusal,
                 **_deadline(approval, now),
+                "automatic": None
+                if automatic is None
+                else {"decider": str(automatic), "reason": approval.reason},
             }
         )
     return JsonResponse({"runId": run.run_id, "approvals": approvals})

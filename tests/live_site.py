@@ -24,12 +24,40 @@ from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parent.parent
+# The example project's Celery worker (DEUZ_TASKS=celery); options follow.
+CELERY_WORKER = [sys.executable, "-m", "celery", "-A", "example_project", "worker"]
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes forked from ``pid``, at any depth (from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process started in a session of its own, with every descendant (a
+    worker's pool; RQ's work horses, which leave the session)."""
+    for pid in descendants(process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
 
 
 def wait_for_port(
@@ -94,14 +122,16 @@ class Daphne:
 
 
 class LiveSite:
-    def __init__(self, tmp: Path, **env: str) -> None:
+    def __init__(
+        self, tmp: Path, *, database_prefix: str = "deuz_live", **env: str
+    ) -> None:
         self.tmp = tmp
         self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", **env}
         self.env.pop("DEUZ_TEST_EFFECTS", None)
         self._pg_name: str | None = None
         base = os.environ.get("DATABASE_URL", "")
         if base.startswith("postgres"):
-            self._pg_name = f"deuz_live_{uuid.uuid4().hex[:10]}"
+            self._pg_name = f"{database_prefix}_{uuid.uuid4().hex[:10]}"
             self._pg_admin(f'CREATE DATABASE "{self._pg_name}"')
             self.env["DATABASE_URL"] = urlunparse(
                 urlparse(base)._replace(path="/" + self._pg_name)

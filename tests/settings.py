@@ -4,11 +4,13 @@ DATABASE_URL switches the database (SQLite by default); REDIS_URL the channel la
 DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one);
 DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers and workers a test
 starts (off otherwise), DEUZ_RECOVERY_BACKOFF and DEUZ_RECOVERY_MAX_ATTEMPTS its pace,
-DEUZ_SHUTDOWN_GRACE their SIGTERM grace period.
+DEUZ_SHUTDOWN_GRACE their SIGTERM grace period. Notifications are off unless a test
+configures DEUZ["NOTIFIERS"] (DEUZ_TEST_NOTIFIERS: the entries as JSON).
 
 The test database is per process, and a file on SQLite (tests/django/databases.py).
 """
 
+import json
 import os
 
 from example_project.settings import *  # noqa: F403
@@ -38,6 +40,8 @@ DEUZ = {
         "verbose": "tests.e2e.agents.verbose",
         "timed": "tests.django.deadline_agents.timed",
         "timed_nested": "tests.django.deadline_agents.timed_nested",
+        "twice": "tests.django.rule_agents.twice",
+        "repeater": "tests.django.rule_agents.repeater",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.
@@ -49,6 +53,8 @@ DEUZ = {
     "RECOVERY_BACKOFF": float(os.environ.get("DEUZ_RECOVERY_BACKOFF", "5")),
     "RECOVERY_MAX_ATTEMPTS": int(os.environ.get("DEUZ_RECOVERY_MAX_ATTEMPTS", "5")),
     "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DEUZ_SHUTDOWN_GRACE", "10")),
+    # Notifications only where a test turns them on (for its subprocesses: as JSON).
+    "NOTIFIERS": json.loads(os.environ.get("DEUZ_TEST_NOTIFIERS", "[]")),
 }
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -1,11 +1,20 @@
-"""The Django admin for durable runs: a read-only run browser, the approval queue and the
-dashboard.
+"""The Django admin for durable runs: a read-only run browser, the approval queue, the
+dashboard, the notification delivery log, standing rules and grants.
 
-Importing this package (``admin.autodiscover``) registers the three admins.
+Importing this package (``admin.autodiscover``) registers the six admins.
 """
 
 from .approvals import ApprovalAdmin
 from .dashboard import DashboardAdmin
+from .deliveries import DeliveryAdmin
 from .runs import RunAdmin
+from .standing import GrantAdmin, StandingRuleAdmin
 
-__all__ = ["ApprovalAdmin", "DashboardAdmin", "RunAdmin"]
+__all__ = [
+    "ApprovalAdmin",
+    "DashboardAdmin",
+    "DeliveryAdmin",
+    "GrantAdmin",
+    "RunAdmin",
+    "StandingRuleAdmin",
+]

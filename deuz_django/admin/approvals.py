@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from ..models import Approval, ApprovalKind, ApprovalStatus, Run
+from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
 from ..transcript import pretty
 from ..verdicts import is_expired
@@ -30,13 +30,13 @@ from . import display
 from .base import ReadOnlyAdmin
 from .decisions import (
     ANSWERS,
-    IN_DOUBT,
     ReasonForm,
     VerdictForm,
     decide,
     form_problems,
 )
 from .runs import pending_row
+from .standing import DeciderFilter
 
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
@@ -81,7 +81,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
     # long inputs and titles are cut short, with the whole value in the tooltip and on
     # the approval's own page.
     list_display = ("call", "call_input", "run_link", "status_badge")
-    list_filter = (StatusFilter, "kind", "tool_name", "run__agent")
+    list_filter = (StatusFilter, DeciderFilter, "kind", "tool_name", "run__agent")
     search_fields = ("tool_name", "approval_id", "run__run_id", "run__owner__username")
     actions = ("approve_selected", "deny_selected")
     changelist_title = gettext_lazy("Approval queue")
@@ -104,7 +104,13 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Approval]:
         return Approval.objects.for_user(request.user).select_related(
-            "run", "run__owner", "decided_by"
+            "run",
+            "run__owner",
+            "decided_by",
+            "decided_by_rule__created_by",
+            "decided_by_grant__created_by",
+            "decided_by_grant__run",
+            "decided_by_grant__owner",
         )
 
     def get_ordering(self, request: HttpRequest) -> Any:
@@ -193,7 +199,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "</span>",
             status,
             format_html(" {}", escalated) if escalated else "",
-            display.decider(obj),
+            display.decided_by(obj),
             display.relative_time(obj.decided_at),
             format_html(
                 '<span class="deuz-truncate" title="{}">{}</span>',
@@ -309,13 +315,15 @@ class ApprovalAdmin(ReadOnlyAdmin):
         verdict: str | None = None,
         result: str = "",
         edit: Any = None,
+        allow: str = "",
     ) -> TemplateResponse:
         """The confirmation page; ``fields`` are posted back with the verdict.
 
         ``verdict`` is the run page button's (one approval): for a call a crash left in
         doubt, the page asks in the words of its three answers and shows the ``result``
         that "it happened" will record; ``edit`` is the difference an edited input
-        makes (:func:`display.input_diff`)."""
+        makes (:func:`display.input_diff`); ``allow`` says what the grant asked for
+        will approve."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -344,6 +352,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "in_doubt": IN_DOUBT,
             "result": result,
             "edit": edit,
+            "allow": allow,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
@@ -402,6 +411,11 @@ class ApprovalAdmin(ReadOnlyAdmin):
             edited = form.edit_of(approval)
             if edited is not None:
                 fields["edited_input"] = request.POST["edited_input"]
+            allow = form.allow
+            if allow is not None:
+                fields["allow_scope"] = allow.scope
+                if allow.hours is not None:
+                    fields["allow_hours"] = str(allow.hours)
             return self._confirmation(
                 request,
                 [approval],
@@ -413,6 +427,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 edit=None
                 if edited is None
                 else display.input_diff(approval.input, edited),
+                allow="" if allow is None else display.allowance(approval, allow),
             )
         else:
             decide(
@@ -422,5 +437,6 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 reason=form.cleaned_data["reason"],
                 result=form.recorded_result,
                 edited_input=form.edit_of(approval),
+                allow=form.allow,
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

@@ -29,7 +29,9 @@ from ..exceptions import (
     RunBusy,
     RunNotResumable,
 )
+from ..grants import Allow
 from ..models import Approval, ApprovalKind, Run, RunStatus
+from ..standing import GrantScope
 from ..verdicts import RecordedResult
 from .display import decider, exact_time
 
@@ -68,6 +70,15 @@ class VerdictForm(ReasonForm):
         required=False,
         widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
     )
+    # "Approve and allow …": a grant for the tool's later calls (deuz_django.grants).
+    allow_scope = forms.ChoiceField(
+        label=gettext_lazy("Allow later calls"),
+        choices=[("", "—"), *GrantScope.choices],
+        required=False,
+    )
+    allow_hours = forms.IntegerField(
+        label=gettext_lazy("For how many hours"), required=False
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
@@ -89,6 +100,18 @@ class VerdictForm(ReasonForm):
         return self.cleaned_data["verdict"] != "deny"
 
     @property
+    def allow(self) -> Allow | None:
+        """The grant asked for (hours count for the owner scope only); the verdict's
+        check says whether it may be made."""
+        scope = self.cleaned_data.get("allow_scope")
+        if not scope:
+            return None
+        owner_wide = scope == GrantScope.OWNER
+        return Allow(
+            scope, self.cleaned_data.get("allow_hours") if owner_wide else None
+        )
+
+    @property
     def recorded_result(self) -> RecordedResult | None:
         """What "it happened" records (``None`` for the other verdicts)."""
         if self.cleaned_data["verdict"] != "happened":
@@ -106,11 +129,6 @@ class Answer:
     effect: str
 
 
-# The explanation the admin shows beside an ``outcome_unknown`` approval.
-IN_DOUBT = gettext_lazy(
-    "This call started before a crash and left no outcome, and its tool is not safe "
-    "to run twice: did it happen?"
-)
 # By the verdict a button posts (VerdictForm.verdict).
 ANSWERS = {
     "happened": Answer(
@@ -154,11 +172,13 @@ def decide(
     reason: str = "",
     result: RecordedResult | None = None,
     edited_input: dict[str, Any] | None = None,
+    allow: Allow | None = None,
 ) -> None:
     """Record one verdict per approval, report each outcome, resume the runs now ready.
 
     ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome;
-    ``edited_input`` approves a call of an ``editable`` tool with that input instead.
+    ``edited_input`` approves a call of an ``editable`` tool with that input instead;
+    ``allow`` approves and allows the tool's later calls (a grant).
     """
     recorded: list[Approval] = []
     ready: dict[int, Run] = {}
@@ -171,6 +191,7 @@ def decide(
                 reason=reason,
                 result=result,
                 edited_input=edited_input,
+                allow=allow,
             )
         except (NotPermitted, ApprovalNotFound) as error:
             messages.error(
@@ -197,6 +218,12 @@ def decide(
             )
         else:
             recorded.append(decision.approval)
+            for grant in decision.approval.grants_made.all():
+                messages.info(
+                    request,
+                    _("%(grant)s approves later calls automatically.")
+                    % {"grant": str(grant).capitalize()},
+                )
         if decision.run_ready:
             ready[approval.run_id] = approval.run
     if recorded:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -20,6 +21,7 @@ from ..core.exceptions import DeuzError
 from ..core.mcp import MCPTool
 from ..core.usage import Usage
 from ..deadlines import escalation_label
+from ..grants import Allow
 from ..models import Approval, Run
 from ..permissions import approval_tool
 from ..registry import agent_pricer
@@ -109,6 +111,26 @@ def input_diff(original: Any, edited: Any) -> SafeString:
         _("Edited"),
         rows,
     )
+
+
+def allowance(approval: Approval, allow: Allow) -> str:
+    """What a grant asked for will approve, in words."""
+    if allow.hours is None:
+        return _(
+            "Later %(tool)s calls on this run are approved automatically, with your "
+            "rights, until the run ends or the grant is revoked."
+        ) % {"tool": approval.tool_name}
+    owner = approval.run.owner
+    return _(
+        "Later %(tool)s calls in %(owner)s's %(agent)s runs are approved "
+        "automatically, with your rights, for %(hours)d hours or until the grant is "
+        "revoked."
+    ) % {
+        "tool": approval.tool_name,
+        "owner": owner.get_username() if owner else EMPTY,
+        "agent": approval.run.agent,
+        "hours": allow.hours,
+    }
 
 
 def json_summary(value: Any) -> SafeString:
@@ -215,6 +237,24 @@ def reminder(approval: Approval) -> SafeString | str:
 def decider(approval: Approval) -> str:
     """Who recorded the verdict (:attr:`Approval.decider`)."""
     return approval.decider
+
+
+def decided_by(approval: Approval) -> SafeString | str:
+    """Who recorded the verdict; an automatic decision links the rule or grant that
+    made it, with an *automatic* badge."""
+    automatic = approval.automatic
+    if automatic is None:
+        return approval.decider
+    model = "standingrule" if approval.decided_by_rule_id else "grant"
+    maker = automatic.created_by
+    return format_html(
+        '{} <a href="{}">{}</a><br><span class="deuz-muted">{} {}</span>',
+        badge("automatic", _("automatic")),
+        reverse(f"admin:deuz_django_{model}_change", args=[automatic.pk]),
+        str(automatic),
+        _("made by"),
+        maker.get_username() if maker else EMPTY,
+    )
 
 
 def run_cost(run: Run) -> float | None:

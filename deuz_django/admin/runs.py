@@ -18,12 +18,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
-from ..models import Approval, ApprovalKind, ApprovalStatus, Run
+from ..grants import Allow, allow_problem, max_hours
+from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, edit_refusal, is_editable
+from ..standing import GrantScope
 from ..transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
-from .decisions import ANSWERS, IN_DOUBT
+from .decisions import ANSWERS
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -58,6 +60,9 @@ class PendingRow:
     can_deny: bool
     refusal: str | None
     can_edit: bool = False  # may approve it with an edited input
+    can_allow: bool = False  # may approve it and allow the tool's later calls
+    # Why the tool's calls may not be allowed for the owner's runs (None: they may).
+    owner_refusal: str | None = None
 
     @property
     def input(self) -> str:
@@ -69,6 +74,10 @@ class PendingRow:
         return display.deadline(self.approval)
 
     @property
+    def max_hours(self) -> int:
+        return max_hours()
+
+    @property
     def in_doubt(self) -> bool:
         """A call a crash left in doubt: answered "it happened", "run it again" or
         "mark it failed" instead of approved or denied."""
@@ -78,14 +87,18 @@ class PendingRow:
 def pending_row(user: Any, approval: Approval) -> PendingRow:
     approve_refusal = decide_refusal(user, approval, approving=True)
     deny_refusal = decide_refusal(user, approval, approving=False)
+    gated = approval.kind == ApprovalKind.APPROVAL
+    owner_wide = allow_problem(approval, True, Allow(GrantScope.OWNER, 1))
     return PendingRow(
         approval,
         can_approve=approve_refusal is None,
         can_deny=deny_refusal is None,
         refusal=approve_refusal or deny_refusal,
-        can_edit=approval.kind == ApprovalKind.APPROVAL
+        can_edit=gated
         and is_editable(approval)
         and edit_refusal(user, approval) is None,
+        can_allow=gated and approve_refusal is None,
+        owner_refusal=None if owner_wide is None else owner_wide[1],
     )
 
 
@@ -248,9 +261,16 @@ class RunAdmin(ReadOnlyAdmin):
                         None
                         if a.edited_input is None
                         else display.input_diff(a.input, a.edited_input),
+                        display.decided_by(a),
                     )
                     for a in run.approvals.exclude(status=ApprovalStatus.PENDING)
-                    .select_related("decided_by")
+                    .select_related(
+                        "decided_by",
+                        "decided_by_rule__created_by",
+                        "decided_by_grant__created_by",
+                        "decided_by_grant__run",
+                        "decided_by_grant__owner",
+                    )
                     .order_by("decided_at", "pk")
                 ],
             )

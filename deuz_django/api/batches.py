@@ -18,6 +18,7 @@ from ..exceptions import (
     InvalidVerdict,
     NotPermitted,
 )
+from ..grants import Allow
 from ..models import Approval, Run
 from ..verdicts import RecordedResult, Verdict, check_verdict
 from .exceptions import (
@@ -59,12 +60,14 @@ def read_batch(data: Any) -> dict[str, Any]:
 def read_verdict(fields: dict[str, Any]) -> Verdict:
     """One verdict as :class:`~.serializers.VerdictSerializer` validated it (the REST
     batch's items and the WebSocket's ``approval-response`` frames alike)."""
+    allow = fields.get("allow")
     return Verdict(
         fields["approved"],
         fields.get("reason", ""),
         fields.get("token", ""),
         RecordedResult(fields["result"]) if "result" in fields else None,
         fields.get("editedInput"),
+        None if allow is None else Allow(allow["scope"], allow.get("hours")),
     )
 
 

@@ -163,6 +163,7 @@ _APPROVAL = {
     "token": _TOKEN,
     "status": "pending",
     "decidedBy": None,
+    "automaticDecision": None,
     "decidedAt": None,
     "reason": "",
     "createdAt": "2026-01-05T10:00:00Z",
@@ -295,7 +296,10 @@ post_verdicts = extend_schema(
     "checked first — the approval exists and is pending, you may decide it, and an "
     "approving verdict's token verifies (signature, pinned call, this run, age). When "
     "no approval is left undecided the run resumes in the background (202) unless "
-    "`resume` is false. The body is an object, or just the list of verdicts.",
+    "`resume` is false. The body is an object, or just the list of verdicts. An "
+    "approving verdict may `allow` the tool's later calls — for the rest of the run, or "
+    "for the run owner's runs for some hours — as a grant that approves them "
+    "automatically with your rights.",
     tags=["approvals"],
     parameters=[RUN_ID],
     request=PolymorphicProxySerializer(
@@ -318,6 +322,20 @@ post_verdicts = extend_schema(
                     {"approvalId": "r1", "approved": False, "reason": "Not today."},
                 ],
                 "resume": True,
+            },
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Approve, and allow later calls for a day",
+            value={
+                "verdicts": [
+                    {
+                        "approvalId": "e1",
+                        "approved": True,
+                        "token": _TOKEN,
+                        "allow": {"scope": "owner", "hours": 24},
+                    }
+                ]
             },
             request_only=True,
         ),

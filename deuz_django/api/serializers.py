@@ -31,6 +31,7 @@ from ..models import (
     RunStatus,
 )
 from ..registry import agent_names
+from ..standing import GrantScope
 from .exceptions import invalid_input
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
@@ -158,6 +159,22 @@ class MessagesField(serializers.ListField):
 # -- input ----------------------------------------------------------------------------------
 
 
+class AllowSerializer(serializers.Serializer):
+    """ "Approve, and allow this tool" (deuz_django.grants); the verdict's checks say
+    which combinations hold (hours only for the owner scope, within the bound)."""
+
+    scope = serializers.ChoiceField(
+        choices=GrantScope.choices,
+        help_text="run: the tool's later calls in this run; owner: in the run "
+        "owner's runs of this agent, for `hours`.",
+    )
+    hours = StrictIntegerField(
+        required=False,
+        help_text="With scope owner: how long the grant lasts (1 to "
+        "DEUZ['GRANT_MAX_HOURS'], 168 by default).",
+    )
+
+
 class VerdictSerializer(serializers.Serializer):
     """One verdict: approving needs the approval's signed token, denying does not."""
 
@@ -184,6 +201,15 @@ class VerdictSerializer(serializers.Serializer):
             "deuz_django.edit_approval_input: the input the call runs with instead of "
             "the model's (checked against the tool's schema). The token still pins the "
             "model's call; an edit never changes the tool."
+        ),
+    )
+
+    allow = AllowSerializer(
+        required=False,
+        help_text=(
+            "Only with approved=true on a gated call: approve, and allow the same "
+            "tool's later calls — for the rest of this run, or for the run owner's "
+            "runs for some hours (never for a tool the owner may not approve)."
         ),
     )
 
@@ -295,6 +321,17 @@ class ApprovalFilterSerializer(serializers.Serializer):
 # -- output ---------------------------------------------------------------------------------
 
 
+class AutomaticDecisionSerializer(serializers.Serializer):
+    """The standing rule or grant that decided a call (deuz_django.automatic)."""
+
+    kind = serializers.ChoiceField(choices=["rule", "grant"])
+    id = serializers.IntegerField()
+    description = serializers.CharField()
+    madeBy = serializers.CharField(
+        allow_null=True, help_text="Whose rights it decided with."
+    )
+
+
 class ApprovalSerializer(serializers.ModelSerializer):
     """A gated call and its verdict; ``token`` is present while the approval is pending."""
 
@@ -323,6 +360,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
     )
     token = serializers.SerializerMethodField()
     decidedBy = serializers.SerializerMethodField()
+    automaticDecision = serializers.SerializerMethodField()
     decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
     deadline = serializers.DateTimeField(
@@ -363,6 +401,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "token",
             "status",
             "decidedBy",
+            "automaticDecision",
             "decidedAt",
             "reason",
             "createdAt",
@@ -383,6 +422,19 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
     def get_escalateTo(self, approval: Approval) -> str | None:
         return approval.escalate_to or None
+
+    @extend_schema_field(AutomaticDecisionSerializer(allow_null=True))
+    def get_automaticDecision(self, approval: Approval) -> dict[str, Any] | None:
+        decider = approval.automatic
+        if decider is None:
+            return None
+        maker = decider.created_by
+        return {
+            "kind": "grant" if approval.decided_by_grant_id else "rule",
+            "id": decider.pk,
+            "description": str(decider),
+            "madeBy": None if maker is None else maker.get_username(),
+        }
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -176,9 +176,14 @@ class ApprovalListView(DeuzAPIView):
             approvals = approvals.filter(run__run_id=filters["runId"])
         if "toolName" in filters:
             approvals = approvals.filter(tool_name=filters["toolName"])
-        return approvals.select_related("run", "decided_by").order_by(
-            "created_at", "id"
-        )
+        return approvals.select_related(
+            "run",
+            "decided_by",
+            "decided_by_rule__created_by",
+            "decided_by_grant__created_by",
+            "decided_by_grant__run",
+            "decided_by_grant__owner",
+        ).order_by("created_at", "id")
 
     @docs.list_approvals
     def get(self, request: Request) -> Response:

@@ -13,7 +13,9 @@ The hierarchy::
     ├── ScriptExhaustedError      a ScriptedModel ran out of replies
     ├── ProviderNotInstalledError the optional SDK for a provider is missing (ImportError)
     ├── CheckpointNotFoundError   resume of a run id the store does not know
-    └── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
+    ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
+    └── WebhookSignatureError     a webhook's signature is missing, malformed or forged
+        └── WebhookSignatureExpired  ... or valid but too old (or new): a replay
 
 Approval is data (``pending_approvals`` on a result), never an exception.
 """
@@ -111,3 +113,18 @@ class RunCompletedError(DeuzError):
             "and call generate_text/stream_chat with the same session (the escape hatch)."
         )
         self.run_id = run_id
+
+
+class WebhookSignatureError(DeuzError, ValueError):
+    """A webhook request is not signed by the holder of the secret: its signature or
+    timestamp header is missing or malformed, or the signature does not match the body
+    (:func:`deuz_django.core.webhooks.verify_signature`)."""
+
+    code = "webhook_signature_invalid"
+
+
+class WebhookSignatureExpired(WebhookSignatureError):
+    """A correctly signed webhook request whose timestamp is outside the tolerance: a
+    replay of an old request (or a clock far off)."""
+
+    code = "webhook_signature_expired"

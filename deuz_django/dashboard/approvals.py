@@ -63,7 +63,8 @@ def approvals_waiting(scope: Scope) -> list[Chart]:
 
 
 def decision_latency(scope: Scope) -> list[Chart]:
-    """p50/p95 of the time from a call's approval request to its verdict, per tool.
+    """p50/p95 of the time from a call's approval request to its verdict, per tool —
+    a person's verdict: what standing rules and grants decided at once is no wait.
 
     Nearest-rank percentiles: a window numbers each tool's decisions by latency and counts
     them, and only the rows at rank ⌈p·n/100⌉ leave the database.
@@ -77,6 +78,8 @@ def decision_latency(scope: Scope) -> list[Chart]:
         scope.approvals.filter(
             status__in=[ApprovalStatus.APPROVED, ApprovalStatus.DENIED],
             decided_at__gte=scope.start,
+            decided_by_rule__isnull=True,
+            decided_by_grant__isnull=True,
         )
         .order_by()
         .annotate(

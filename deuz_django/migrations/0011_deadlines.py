@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
     moves the deadline, when it escalated; and the sweep's indexes over the due ones."""
 
     dependencies = [
-        ("deuz_django", "0008_approval_edited_input"),
+        ("deuz_django", "0010_notifications"),
     ]
 
     operations = [

@@ -8,6 +8,8 @@ from django.contrib.auth.models import Permission, User
 
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
+from .notify_support import receiver  # noqa: F401  (a fixture)
+
 
 @pytest.fixture
 def make_user(db: Any) -> Callable[..., User]:

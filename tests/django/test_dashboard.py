@@ -18,6 +18,7 @@ from deuz_django import dashboard
 from deuz_django.core import Usage
 from deuz_django.core.providers import DEFAULT_PRICES
 from deuz_django.dashboard import Chart, Scope
+from deuz_django.models import Approval, StandingRule
 
 from .dashboard_support import approval, run, usage
 
@@ -131,6 +132,17 @@ def test_decision_latency_has_nearest_rank_p50_and_p95_per_tool(root: Any) -> No
         decided_after=timedelta(hours=9),
         status="expired",  # the system's verdict, not a person's: not counted
     )
+    automatic = approval(
+        host,
+        "by-rule",
+        tool="send_email",
+        created=now - timedelta(hours=1),
+        decided_after=timedelta(0),
+    )
+    rule = StandingRule.objects.create(
+        tool_name="send_email", action="approve", reason="x"
+    )
+    Approval.objects.filter(pk=automatic.pk).update(decided_by_rule=rule)  # no wait
 
     latency = built(root)["latency"]
 

@@ -322,6 +322,7 @@ def test_the_sweep_as_a_task_runs_every_sweep() -> None:
             "timedOut": labels(run, "x1"),
             "continued": [run.run_id],
         },
+        "notifications": {"queued": []},
     }
 
 

@@ -21,7 +21,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from deuz_django import services
-from deuz_django.models import Approval, Run
+from deuz_django.models import Approval, Run, StandingRule
 from tests.api.support import started
 from tests.django.processes import run_manage, start_manage, wait_until
 from tests.django.run_support import PROMPT
@@ -161,3 +161,20 @@ def test_a_leg_recovered_after_a_sigkill_joins_the_trace_of_the_killed_leg(
     assert leg_span.parent_id == killed_leg_id
     assert leg_span.attributes["deuz.run.status"] == "suspended"
     assert named(recovered, "step")[0].attributes["deuz.step.index"] == 1
+
+
+def test_an_automatic_decision_names_its_rule_on_the_await_approval_span(
+    spans: Recorded, make_user: Callable[..., User]
+) -> None:
+    ann = make_user("ann")
+    rule = StandingRule.objects.create(
+        tool_name="send_email", action="approve", reason="Fine.", created_by=ann
+    )
+
+    run = started(ann)
+
+    waited = one(spans.spans(), "await_approval send_email")
+    assert waited.attributes["deuz.approval.decider.kind"] == "rule"
+    assert waited.attributes["deuz.approval.decider.rule.id"] == str(rule.pk)
+    assert waited.attributes["deuz.approval.reason"] == "Fine."
+    assert waited.trace_id == _ids(run.trace_context)[0]

@@ -260,6 +260,7 @@ def approval_card(page: Page, tool_name: str) -> Locator:
     heading says (asking, or decided)."""
     label = (
         "Approval needed|Approved|Denied|Expired|Timed out|Decided"
+        "|Approved automatically|Denied automatically"
         "|Outcome unknown|It happened|Run again|Marked failed|Settled"
     )
     name = re.compile(rf"^({label}): {re.escape(tool_name)}$")

@@ -61,7 +61,7 @@ def test_a_customer_approves_an_email_and_the_answer_streams(
     chat.screenshot(path=screenshot_path(tmp_path, "chat-approval-card.png"))
 
     expect(card.get_by_role("heading")).to_have_text("Approval needed: send_email")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     expect(answered(chat, EMAIL_SENT)).to_be_visible()
     expect(card.get_by_role("heading")).to_have_text("Approved: send_email")
@@ -152,7 +152,7 @@ def test_the_researchers_gated_call_shows_its_agent_path_and_is_approved_on_a_ph
         card.scroll_into_view_if_needed()
         phone.screenshot(path=screenshot_path(tmp_path, "chat-approval-card-phone.png"))
 
-        card.get_by_role("button", name="Approve").click()
+        card.get_by_role("button", name="Approve", exact=True).click()
 
         expect(researcher).to_contain_text("save_note done")
         expect(answered(phone, RESEARCHED)).to_be_visible()

@@ -15,7 +15,8 @@ from django.core.management import call_command
 from deuz_django import deadline_sweep, services
 from deuz_django.core import Deps, ToolContext
 from deuz_django.exceptions import NotPermitted
-from deuz_django.models import Run
+from deuz_django.grants import Allow
+from deuz_django.models import Approval, Run, StandingRule
 from deuz_django.permissions import decide_refusal
 from example_project.agents import issue_refund, send_email
 from example_project.models import Order, Refund, SentEmail
@@ -66,6 +67,34 @@ def test_a_refund_waits_for_staff_the_customer_may_not_approve_it(shop: Any) -> 
     )
     order = Order.objects.get(number="A-1001")
     assert (order.status, order.refunded) == ("refunded", Decimal("249.00"))
+
+
+def test_a_refund_of_at_most_20_dollars_is_approved_by_staffs_standing_rule(
+    shop: Any,
+) -> None:
+    """No person is asked: the rule decides as the run suspends, and the run goes on."""
+    run = ask(shop["customer"], "Please refund $15 on order A-1003")
+
+    assert run.status == "completed"
+    assert answer(run) == (
+        "Good news: Refunded $15.00 on A-1003. It reaches your card in 3–5 business days."
+    )
+    (approval,) = Approval.objects.filter(run=run).select_related("decided_by_rule")
+    rule = StandingRule.objects.get(tool_name="issue_refund")
+    assert (approval.status, approval.decided_by_rule, approval.reason) == (
+        "approved",
+        rule,
+        "Refunds of at most $20 are approved automatically.",
+    )
+    assert rule.created_by == shop["staff"]
+    assert Order.objects.get(number="A-1003").refunded == Decimal("15.00")
+
+
+def test_a_refund_over_20_dollars_still_waits_for_staff(shop: Any) -> None:
+    run = ask(shop["customer"], "Please refund $25 on order A-1003")
+
+    assert run.status == "suspended"
+    assert pending(run).input["amount"] == 25
 
 
 def test_a_refund_staff_deny_is_explained_and_refunds_nothing(shop: Any) -> None:
@@ -126,6 +155,34 @@ def test_the_customer_decides_an_email_in_the_chat(
     run = decide(run, shop["customer"], approved=approved, reason="Not now.")
     assert run.status == "completed"
     assert answer(run) == expected
+
+
+def test_allowing_the_first_of_two_emails_for_the_chat_sends_the_second_unasked(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Email me about A-1001 and A-1002")
+    first = pending(run)
+    assert first.input["subject"] == "About your order A-1001"
+
+    services.decide_approval(
+        first,
+        user=shop["customer"],
+        approved=True,
+        token=first.token,
+        allow=Allow("run"),
+    )
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+
+    assert run.status == "completed"
+    assert answer(run) == (
+        "Done — Email 'About your order A-1001' sent to customer@example.com. "
+        "Email 'About your order A-1002' sent to customer@example.com."
+    )
+    second = Approval.objects.select_related("decided_by_grant").get(
+        run=run, approval_id="email_1_2"
+    )
+    assert second.decided_by_grant.approval == first
 
 
 def test_the_researchers_note_bubbles_up_with_its_agent_path(shop: Any) -> None:
@@ -189,6 +246,7 @@ def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
     assert "staff / staff-pass" in out.getvalue()
     assert "lead / lead-pass" in out.getvalue()
     assert User.objects.count() == 3
+    assert StandingRule.objects.count() == 1
     assert list(Order.objects.values_list("number", flat=True)) == [
         "A-1001",
         "A-1002",

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from deuz_django import deadline_sweep
+from deuz_django.models import StandingRule
 from tests.django.run_support import let_time_pass
 
 from .support import ask, pending
@@ -92,6 +93,7 @@ def test_the_owner_may_decide_an_email_but_only_staff_a_refund(shop: Any) -> Non
                 "secondsLeft": None,
                 "escalateTo": None,
                 "escalatedTo": None,
+                "automatic": None,
             }
         ],
     }
@@ -100,6 +102,27 @@ def test_the_owner_may_decide_an_email_but_only_staff_a_refund(shop: Any) -> Non
     assert "approve_refund" in mine["refusal"]
     (theirs,) = staff.get(f"/demo/approvals/{refund.run_id}/").json()["approvals"]
     assert (theirs["mayDecide"], theirs["refusal"]) == (True, None)
+
+
+def test_a_call_a_standing_rule_decided_names_the_rule_and_its_reason(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Please refund $12 on order A-1002")
+    rule = StandingRule.objects.get()
+
+    (row,) = (
+        signed_in(shop["customer"])
+        .get(f"/demo/approvals/{run.run_id}/")
+        .json()["approvals"]
+    )
+
+    assert (row["status"], row["automatic"]) == (
+        "approved",
+        {
+            "decider": str(rule),
+            "reason": "Refunds of at most $20 are approved automatically.",
+        },
+    )
 
 
 def test_approvals_of_a_run_are_hidden_from_others_and_anonymous_users(

@@ -40,6 +40,7 @@ from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, wait_until
 from tests.django.run_support import PROMPT
+from tests.live_site import CELERY_WORKER, descendants, kill_tree
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.workers]
 
@@ -76,12 +77,7 @@ class Queue:
 
     def kill(self, worker: subprocess.Popen[bytes]) -> None:
         """SIGKILL the worker, its pool and its work horses (RQ's leave its session)."""
-        for pid in descendants(worker.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
+        kill_tree(worker)
 
     def terminate(self, worker: subprocess.Popen[bytes]) -> int:
         """SIGTERM every process of the worker, as systemd and Kubernetes stop one (the
@@ -117,21 +113,6 @@ class Queue:
         )
 
 
-def descendants(pid: int) -> list[int]:
-    """The processes forked from ``pid``, at any depth (from ``/proc``)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
 def rq_queue(logs: Path) -> Queue:
     return Queue(
         name="rq",
@@ -154,12 +135,7 @@ def celery_queue(logs: Path) -> Queue:
             "CELERY_TASK_DEFAULT_QUEUE": CELERY_QUEUE,
         },
         command=[
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "example_project",
-            "worker",
+            *CELERY_WORKER,
             "--concurrency=1",
             "--without-mingle",
             "--without-gossip",

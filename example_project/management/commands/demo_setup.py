@@ -1,7 +1,9 @@
-"""``manage.py demo_setup``: the demo's users and orders (safe to run again).
+"""``manage.py demo_setup``: the demo's users, orders and standing rule (safe to run
+again).
 
-``staff`` approves refunds (the group "Finance approvers"); ``lead`` is in "Finance
-leads", whom a refund nobody decided within an hour escalates to.
+``staff`` approves refunds (the group "Finance approvers") and keeps the rule that
+approves refunds of at most $20 automatically; ``lead`` is in "Finance leads", whom a
+refund nobody decided within an hour escalates to.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from django.contrib.auth.models import Group, Permission, User
 from django.core.management.base import BaseCommand
 
+from deuz_django.models import StandingRule
 from example_project.models import Order
 
 CUSTOMER = ("customer", "customer-pass")
@@ -34,8 +37,19 @@ APPROVER_PERMISSIONS = [
     ("deuz_django", "decide_approval"),
     ("deuz_django", "resume_run"),
     ("deuz_django", "edit_approval_input"),
+    ("deuz_django", "view_standingrule"),
+    ("deuz_django", "add_standingrule"),
+    ("deuz_django", "change_standingrule"),
+    ("deuz_django", "view_grant"),
+    ("deuz_django", "change_grant"),
     ("example_project", "approve_refund"),
 ]
+# Staff's standing rule: small refunds need no person (deuz_django.standing).
+SMALL_REFUNDS = {
+    "tool_name": "issue_refund",
+    "agent": "assistant",
+    "reason": "Refunds of at most $20 are approved automatically.",
+}
 
 
 class Command(BaseCommand):
@@ -65,12 +79,22 @@ class Command(BaseCommand):
         staff.groups.add(approvers)
         lead = self._user(*LEAD, email="lead@example.com", is_staff=True)
         lead.groups.add(leads)
+        StandingRule.objects.update_or_create(
+            **SMALL_REFUNDS,
+            defaults={
+                "condition": [{"field": "amount", "op": "<=", "value": 20}],
+                "action": "approve",
+                "created_by": staff,
+                "active": True,
+            },
+        )
         self.stdout.write(
             "Demo users:\n"
             f"  customer  {CUSTOMER[0]} / {CUSTOMER[1]}   — chats at /\n"
             f"  staff     {STAFF[0]} / {STAFF[1]}      — approves refunds at /admin/\n"
             f"  lead      {LEAD[0]} / {LEAD[1]}        — refunds nobody decided in an "
             "hour escalate to them\n"
+            "Standing rule: refunds of at most $20 are approved automatically.\n"
         )
 
     def _user(self, username: str, password: str, **fields: Any) -> User:

@@ -152,6 +152,9 @@ class ApprovalCard {
     this.state = "checking"; // → offered | staff | sent | recorded | settled
     this.kind = "approval"; // or IN_DOUBT, once the server said so
     this.answer = null; // the answer sent, for a call in doubt: a key of ANSWERS
+    this.known = false; // the server said who may decide it (and whether it was decided)
+    this.automatic = null; // {decider, reason}: a standing rule or grant decided it
+    this.allowed = false; // approved with "and allow for this chat"
     const headingId = `approval-${conversation.runId}-${part.approvalId}`;
     this.decision = h("div", { class: "decision", "aria-live": "polite" },
       h("p", { class: "muted" }, "Checking who may decide…"));
@@ -183,6 +186,12 @@ class ApprovalCard {
 
   /** What the server says about this approval: still pending, and may this user decide? */
   offer(info) {
+    this.known = true;
+    this.automatic = info.automatic || null;
+    // The run may have moved on before the server answered (a standing rule decided at once).
+    if (this.state === "settled" && this.automatic) {
+      this.showAutomatic(this.el.dataset.settled === "denied" ? "denied" : "approved");
+    }
     if (this.state !== "checking") return;
     if (info.kind === IN_DOUBT) {
       this.kind = IN_DOUBT;
@@ -242,8 +251,10 @@ class ApprovalCard {
     if (this.kind === IN_DOUBT) return this.showAnswers(problem);
     const reasonId = `${this.el.getAttribute("aria-labelledby")}-reason`;
     const reason = h("textarea", { id: reasonId, rows: "2" });
-    const decide = (approved) => {
-      this.send({ approved, reason: reason.value.trim() }, approved ? "Approving…" : "Denying…");
+    const decide = (approved, allow) => {
+      const verdict = { approved, reason: reason.value.trim() };
+      if (allow) verdict.allow = { scope: "run" }; // a grant for the rest of this chat's run
+      if (this.send(verdict, approved ? "Approving…" : "Denying…")) this.allowed = Boolean(allow);
     };
     this.show(
       problem ? h("p", { class: "form-error", role: "alert" }, problem) : "",
@@ -251,7 +262,10 @@ class ApprovalCard {
       reason,
       h("div", { class: "actions" },
         h("button", { type: "button", class: "primary", onclick: () => decide(true) }, "Approve"),
-        h("button", { type: "button", onclick: () => decide(false) }, "Deny")));
+        h("button", { type: "button", onclick: () => decide(true, true) }, "Approve and allow for this chat"),
+        h("button", { type: "button", onclick: () => decide(false) }, "Deny")),
+      h("p", { class: "muted" }, `"Approve and allow" also approves later ${this.part.toolName} ` +
+        "calls in this conversation, without asking."));
   }
 
   /** A call in doubt: it happened (with the result the user saw), run it again, or failed. */
@@ -310,13 +324,25 @@ class ApprovalCard {
       this.show(h("p", { class: "outcome", tabindex: "-1" }, answer.outcome));
       return;
     }
+    if (this.automatic && status !== "expired") return this.showAutomatic(status);
     const text = {
-      approved: "Approved — the assistant continues.",
+      approved: this.allowed
+        ? `Approved — later ${this.part.toolName} calls in this conversation are approved automatically.`
+        : "Approved — the assistant continues.",
       denied: "Denied.",
       expired: EXPIRED_TEXT,
     };
     this.title(VERDICT_LABELS[status] || "Decided");
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text[status] || `This approval ${status}.`));
+  }
+
+  /** Decided by a standing rule or a grant: say so, with its reason, and name it. */
+  showAutomatic(status) {
+    const verdict = status === "denied" ? "Denied" : "Approved";
+    this.title(`${verdict} automatically`);
+    this.show(
+      h("p", { class: "outcome", tabindex: "-1" }, `${verdict} automatically: ${this.automatic.reason}`),
+      h("p", { class: "muted automatic-by" }, `By ${this.automatic.decider}`));
   }
 
   refused(message) {
@@ -340,6 +366,7 @@ class ApprovalCard {
   }
 
   settleApproval(tool) {
+    if (this.automatic) return this.showAutomatic(tool.denied ? "denied" : "approved");
     const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
     const timedOut = tool.denied && tool.deniedReason.startsWith(TIMED_OUT);
     this.title(expired ? "Expired" : timedOut ? "Timed out" : tool.denied ? "Denied" : "Approved");
@@ -532,7 +559,7 @@ class Conversation {
   }
 
   unchecked() {
-    return [...this.cards.values()].filter((c) => c.state === "checking");
+    return [...this.cards.values()].filter((c) => !c.known);
   }
 
   /** Ask the page's JSON endpoint which undecided cards this user may decide. */

@@ -1,0 +1,134 @@
+"""A misconfigured notifier is reported by ``manage.py check`` with an id and a message
+naming the entry and the option; at run time it is left out, and the others still run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from deuz_django import checks, notifications
+from deuz_django.notifiers import Event
+
+from .notify_support import EMAIL, Receiver, notifying, webhook
+from .run_support import suspended
+
+HOOK = "https://hooks.example.com/deuz"
+
+
+def errors(**deuz: Any) -> list[tuple[str, str]]:
+    with notifying(**deuz):
+        return [(e.id, e.msg) for e in checks.check_notifiers()]
+
+
+def test_a_working_configuration_passes() -> None:
+    assert errors(NOTIFIERS=[EMAIL, webhook(HOOK)]) == []
+    assert errors(NOTIFIERS=[]) == []
+
+
+@pytest.mark.parametrize(
+    ("notifiers", "message"),
+    [
+        ({"BACKEND": "deuz_django.emails.EmailNotifier"}, "must be a list"),
+        ([["deuz_django.emails.EmailNotifier"]], "[0] must be a dict with a BACKEND"),
+        ([{"URL": HOOK}], "[0] must be a dict with a BACKEND"),
+        ([{"BACKEND": "deuz_django.nope.Notifier"}], "cannot be imported"),
+        ([EMAIL, {"BACKEND": "deuz_django.models.Run"}], "[1]: BACKEND 'deuz_django"),
+    ],
+)
+def test_an_entry_without_a_notifier_class_is_e020(
+    notifiers: Any, message: str
+) -> None:
+    [(check_id, text)] = errors(NOTIFIERS=notifiers)
+    assert check_id == "deuz_django.E020"
+    assert message in text
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({**EMAIL, "URL": HOOK}, "unknown option 'URL' (options of EmailNotifier:"),
+        ({**EMAIL, "EVENTS": ["run.completed"]}, "'run.completed' cannot be sent by"),
+        ({**EMAIL, "EVENTS": "approval.requested"}, "EVENTS must be a list"),
+        ({**EMAIL, "MAX_ATTEMPTS": 0}, "MAX_ATTEMPTS must be a whole number"),
+        ({**EMAIL, "MAX_ATTEMPTS": True}, "MAX_ATTEMPTS must be a whole number"),
+        ({**EMAIL, "FROM_EMAIL": 3}, "FROM_EMAIL must be an address"),
+        (webhook(HOOK, events=["run.finished"]), "'run.finished' cannot be sent by"),
+        (webhook("ftp://hooks.example.com/"), "URL must be an http:// or https://"),
+        (webhook("https:///no-host"), "URL must be an http:// or https://"),
+        ({**webhook(HOOK), "URL": None}, "URL must be an http:// or https://"),
+        (webhook(HOOK, timeout=0), "TIMEOUT must be a number of seconds"),
+        (webhook(HOOK, timeout=600), "TIMEOUT must be a number of seconds"),
+    ],
+)
+def test_a_wrong_option_is_e021_naming_it(entry: dict[str, Any], message: str) -> None:
+    [(check_id, text)] = errors(NOTIFIERS=[entry])
+    assert check_id == "deuz_django.E021"
+    assert text.startswith("DEUZ['NOTIFIERS'][0]")
+    assert message in text
+
+
+@pytest.mark.parametrize("secret", [None, "", "short", 12345, "x" * 31])
+def test_a_webhook_without_a_strong_secret_is_e022(secret: Any) -> None:
+    entry = {**webhook(HOOK), "SECRET": secret}
+    if secret is None:
+        del entry["SECRET"]
+    [(check_id, text)] = errors(NOTIFIERS=[entry])
+    assert check_id == "deuz_django.E022"
+    assert "SECRET must be a random string of at least 32 characters" in text
+    with notifying(entry):
+        [error] = checks.check_notifiers()
+    assert "secrets.token_urlsafe(48)" in error.hint
+
+
+@pytest.mark.parametrize(
+    "site", [None, "", "ops.example.com", "https://ops.example.com/app", 8000]
+)
+def test_mail_without_a_usable_site_url_is_e023(site: Any) -> None:
+    [(check_id, text)] = errors(NOTIFIERS=[EMAIL], SITE_URL=site)
+    assert check_id == "deuz_django.E023"
+    assert "SITE_URL" in text
+
+
+def test_a_webhook_alone_needs_no_site_url() -> None:
+    assert errors(NOTIFIERS=[webhook(HOOK)], SITE_URL=None) == []
+
+
+@override_settings(ROOT_URLCONF="deuz_django.api.urls")
+def test_links_without_the_apps_urls_routed_are_e024() -> None:
+    [(check_id, text)] = errors(NOTIFIERS=[EMAIL])
+    assert check_id == "deuz_django.E024"
+    assert "does not include deuz_django.urls" in text
+
+
+@pytest.mark.django_db
+def test_a_broken_entry_is_left_out_and_the_others_still_deliver(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = suspended()
+    entries = [{"BACKEND": "deuz_django.nope.Notifier"}, webhook(receiver.url)]
+    with notifying(*entries):
+        created = notifications.notify(Event("run.suspended", run))
+    assert [d.status for d in created] == ["pending"]  # as created; then delivered
+    assert receiver.events() == ["run.suspended"]
+    assert "a notifier is left out" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_notifier_that_raises_is_logged_and_the_others_still_deliver(
+    receiver: Receiver,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deuz_django.emails import EmailNotifier
+
+    def broken(self: Any, event: Event) -> list[Any]:
+        raise RuntimeError("template missing")
+
+    monkeypatch.setattr(EmailNotifier, "deliveries", broken)
+    run = suspended()
+    with notifying(EMAIL, webhook(receiver.url)):
+        notifications.notify(Event("approval.requested", run, run.approvals.first()))
+    assert receiver.events() == ["approval.requested"]
+    assert "EmailNotifier could not prepare approval.requested" in caplog.text
