@@ -19,7 +19,7 @@ from django.utils import timezone
 from deuz_django import deadline_sweep, recovery, services, signals
 from deuz_django.deadline_rows import schedule_deadlines
 from deuz_django.exceptions import ApprovalAlreadyDecided
-from deuz_django.models import Approval, ApprovalKind, Run
+from deuz_django.models import Approval, ApprovalKind, Run, StandingRule
 from deuz_django.verdicts import record_timeout
 
 from .run_support import approval, let_time_pass, suspended, tool_results
@@ -166,6 +166,38 @@ def test_a_call_decided_before_its_reminder_is_not_reminded(
     let_time_pass(run, timedelta(minutes=31))
     assert sweeping().reminded == []
     assert "approval_reminder" not in [name for name, _ in received]
+
+
+def test_a_call_a_standing_rule_decided_is_never_reminded_escalated_or_timed_out(
+    make_user: Callable[..., Any], received: Received, sweeping: Callable[[], Any]
+) -> None:
+    fin = make_user(
+        "fin", "deuz_django.view_run", "deuz_django.decide_approval", "auth.view_group"
+    )
+    rule = StandingRule.objects.create(
+        tool_name="refund",
+        condition=[{"field": "amount", "op": "<=", "value": 10}],
+        action="approve",
+        reason="Small refunds are routine.",
+        created_by=fin,
+    )
+    run = suspended("timed")  # the rule approves the refund; the email waits
+    refund = approval(run, "refund")
+    assert (refund.status, refund.decided_by_rule_id) == ("approved", rule.pk)
+    assert refund.deadline_at is not None  # scheduled before the rule decided
+    let_time_pass(run, 9 * HOUR)
+    report = sweeping()
+    assert (report.reminded, report.escalated) == ([], [])
+    assert report.timed_out == labels(run, "e1")
+    refund.refresh_from_db()
+    assert (refund.status, refund.reminded_at, refund.escalated_at) == (
+        "approved",
+        None,
+        None,
+    )
+    assert [(name, kw["approval"].approval_id) for name, kw in received] == [
+        ("approval_decided", "e1")
+    ]
 
 
 def test_a_due_escalation_goes_out_once_and_moves_the_deadline_on(
