@@ -19,6 +19,5 @@ class DeuzConfig(AppConfig):
         setting_changed.connect(reload_on_setting_changed)
         setting_changed.connect(forget_agents_on_setting_changed)
         notifications.connect_receivers()
-        recovery.also_sweep(notifications.sweep)
         if recovery.serving():  # a server or a tasks worker heals runs by itself
             recovery.start_sweeper()

@@ -88,13 +88,17 @@ def _owner_wide(run: Run) -> Q:
 
 
 def _automatic_streak(run: Run) -> int:
-    """Automatic decisions on the run since the last verdict someone else recorded."""
+    """Automatic decisions on the run since the last verdict a person recorded (a user,
+    or an operator from a shell). A call the system decided — timed out at its deadline,
+    expired — is nobody's verdict: it starts nothing afresh, or a model that keeps
+    asking would run unattended, one deadline at a time."""
     decided = run.approvals.exclude(status=ApprovalStatus.PENDING)
+    by_person = Q(decided_by__isnull=False) | ~Q(operator="")
+    last_person = decided.filter(by_person).aggregate(last=Max("pk"))["last"]
     by_rule_or_grant = Q(decided_by_rule__isnull=False) | Q(
         decided_by_grant__isnull=False
     )
-    last_other = decided.exclude(by_rule_or_grant).aggregate(last=Max("pk"))["last"]
-    return decided.filter(by_rule_or_grant, pk__gt=last_other or 0).count()
+    return decided.filter(by_rule_or_grant, pk__gt=last_person or 0).count()
 
 
 def _decide(approval: Approval, rules: list[StandingRule], grants: list[Grant]) -> bool:

@@ -11,17 +11,21 @@ deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL,
 deuz_django.E022  a webhook notifier's SECRET is missing or shorter than 32 characters
 deuz_django.E023  notifications make links but DEUZ["SITE_URL"] is missing or not an origin
 deuz_django.E024  notifications make links but the project does not route deuz_django.urls
+deuz_django.W030  a deadline waits longer than DEUZ["APPROVAL_MAX_AGE"]: the approval
+                  expires first, so the deadline (or its reminder) never comes
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error
+from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
 from .conf import deuz_settings
+from .deadlines import duration_text
 
 MIN_SECRET_LENGTH = 32
 GENERATE_SECRET = (
@@ -207,10 +211,41 @@ def _link_errors() -> list[Error]:
     return []
 
 
+def check_deadlines(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    from .registry import agent_deadlines
+
+    seconds = deuz_settings.APPROVAL_MAX_AGE
+    if seconds is None:
+        return []
+    max_age = timedelta(seconds=float(seconds))
+    warnings: list[CheckMessage] = []
+    for name in deuz_settings.AGENTS:
+        try:
+            rules = agent_deadlines(name)
+        except Exception:  # deuz_django.E003 says why
+            continue
+        for label, deadline in rules.named():
+            if deadline.longest_wait <= max_age:
+                continue
+            warnings.append(
+                Warning(
+                    f"Agent {name!r}: {label} lets a call wait "
+                    f"{duration_text(deadline.longest_wait)}, longer than "
+                    f"DEUZ['APPROVAL_MAX_AGE'] ({duration_text(max_age)}).",
+                    hint="The approval expires at APPROVAL_MAX_AGE first (its run "
+                    "continues with 'Approval expired.'), so this deadline never comes: "
+                    "shorten it or raise APPROVAL_MAX_AGE.",
+                    id="deuz_django.W030",
+                )
+            )
+    return warnings
+
+
 ALL = (
     check_approval_secret,
     check_agents,
     check_channel_layer,
     check_task_backend,
     check_notifiers,
+    check_deadlines,
 )

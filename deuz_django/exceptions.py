@@ -18,11 +18,12 @@ The hierarchy::
     ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
     NotPermitted (PermissionDenied)  the user may not do this (403)
+    InvalidDeadline (ImproperlyConfigured)  an agent's deadlines are misconfigured
 """
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 
 from .core.exceptions import DeuzError
 
@@ -96,3 +97,8 @@ class UnknownAgent(DeuzError, LookupError):
 
 class NotPermitted(PermissionDenied):
     code = "not_permitted"
+
+
+class InvalidDeadline(ImproperlyConfigured, ValueError):
+    """A :class:`~deuz_django.deadlines.Deadline`, or an agent's ``deadlines``, that
+    cannot work; the message names the field (``Deadline.extend_by: …``)."""

@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from .deadlines import escalation_label
 from .exceptions import RunNotFound
 from .permissions import visible_runs
 from .standing import Grant, StandingRule
@@ -298,6 +299,16 @@ class Approval(models.Model):
         related_name="decisions",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Deadlines (deuz_django.deadlines), set when the row is recorded: a reminder is due
+    # at ``remind_at`` (sent at ``reminded_at``); at ``deadline_at`` the call times out
+    # (recorded ``expired``) — unless ``escalate_to`` names whom it goes to first: then
+    # once (``escalated_at``) and the deadline moves ``extend_by`` on.
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    escalate_to = models.CharField(max_length=200, blank=True)
+    extend_by = models.DurationField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApprovalQuerySet.as_manager()
 
@@ -335,6 +346,19 @@ class Approval(models.Model):
                 condition=Q(status__in=["approved", "denied"]),
                 name="deuz_approval_decided",
             ),
+            # The deadline sweep's due deadlines and reminders.
+            models.Index(
+                fields=["deadline_at"],
+                condition=Q(status="pending", deadline_at__isnull=False),
+                name="deuz_approval_deadline",
+            ),
+            models.Index(
+                fields=["remind_at"],
+                condition=Q(
+                    status="pending", remind_at__isnull=False, reminded_at__isnull=True
+                ),
+                name="deuz_approval_reminder",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -343,6 +367,16 @@ class Approval(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == ApprovalStatus.PENDING
+
+    @property
+    def escalates(self) -> bool:
+        """Its deadline escalates (once) rather than timing the call out."""
+        return bool(self.escalate_to) and self.escalated_at is None
+
+    @property
+    def escalated_to(self) -> str:
+        """Whom its deadline escalated the call to, for people (``""`` before)."""
+        return "" if self.escalated_at is None else escalation_label(self.escalate_to)
 
     @property
     def agent_path_label(self) -> str:

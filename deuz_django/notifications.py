@@ -7,7 +7,7 @@ deliveries the event makes and writes them to the delivery log, then queues one
 :data:`deliver_task` per delivery through ``django.tasks``. With a worker backend the
 sending happens there, never in the request or the leg; the immediate backend sends at
 once, after the commit. A failed attempt is retried with backoff by the periodic sweep
-(:func:`sweep`, run by every process's recovery sweeper), until the delivery's
+(:func:`sweep`, a job of every process's recovery sweeper), until the delivery's
 ``max_attempts``; a worker killed mid-attempt leaves its delivery pending, and the sweep
 retries it. Nothing here raises into the leg, the verdict or the request that sent the
 signal: a notifier that fails is logged and the others still run.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -160,14 +161,25 @@ def attempt_delivery(pk: int, attempt: int) -> str:
     return str(Delivery.objects.values_list("status", flat=True).get(pk=pk))
 
 
-def sweep(now: datetime | None = None) -> list[int]:
-    """Queue the next attempt of every delivery that is due (the ids queued): failed
-    attempts whose backoff passed, attempts a dead worker left, queueings that were
-    lost. Run by every recovery sweeper; safe to run anywhere, any number at once."""
+@dataclass(frozen=True, slots=True)
+class RetryReport:
+    """What one delivery sweep did: the deliveries it queued again, by id."""
+
+    queued: tuple[int, ...]
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"queued": [str(pk) for pk in self.queued]}
+
+
+def sweep(now: datetime | None = None) -> RetryReport:
+    """Queue the next attempt of every delivery that is due: failed attempts whose
+    backoff passed, attempts a dead worker left, queueings that were lost. A job of
+    every recovery sweeper (``recovery.SWEEPS``); safe to run anywhere, any number at
+    once."""
     taken = deliveries.requeue_due(now or timezone.now(), SWEEP_BATCH)
     for pk, attempt in taken:
         queue(pk, attempt)
-    return [pk for pk, _ in taken]
+    return RetryReport(queued=tuple(pk for pk, _ in taken))
 
 
 def retry_now(pks: list[int]) -> list[int]:

@@ -17,8 +17,10 @@ itself, onto its event loop beside the readers that follow them. Any number of p
 may sweep at once: each run is taken by its lease's compare-and-set. ``deuz recover`` stays
 for operators; :data:`recover_runs_task` is the same sweep for a scheduler of your own.
 
-Other periodic work rides on the same thread (:func:`also_sweep`): after each recovery
-sweep the sweeper runs those sweeps too, each on its own, a failing one logged.
+The sweeper runs every job in :data:`SWEEPS` in turn — recovery, then the deadlines of
+pending approvals (:mod:`deuz_django.deadline_sweep`), then the retries of notification
+deliveries (:func:`deuz_django.notifications.sweep`) — each failure logged on its own,
+so one failing job neither stops the others nor the next round.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
@@ -41,7 +44,7 @@ from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
-from . import continuation, draining, leases
+from . import continuation, deadline_sweep, draining, leases, notifications
 from .conf import deuz_settings
 from .core import AbortController
 from .exceptions import RunBusy, RunNotResumable
@@ -67,6 +70,13 @@ class SweepReport:
     continued: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     journals_closed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {
+            "continued": self.continued,
+            "failed": self.failed,
+            "journalsClosed": self.journals_closed,
+        }
 
 
 def backoff(attempt: int) -> timedelta:
@@ -193,28 +203,37 @@ async def _close_journal(lease: Lease) -> None:
     await stream.close()
 
 
-@task
-def recover_runs_task() -> dict[str, list[str]]:
-    """One recovery sweep as a task (for a scheduler of your own: cron, Celery beat)."""
-    report = sweep()
-    return {
-        "continued": report.continued,
-        "failed": report.failed,
-        "journalsClosed": report.journals_closed,
-    }
-
-
 # -- the sweeper ---------------------------------------------------------------------------
 
-_other_sweeps: list[Callable[[], object]] = []
+
+class Report(Protocol):
+    def to_json(self) -> dict[str, list[str]]: ...
 
 
-def also_sweep(other: Callable[[], object]) -> None:
-    """Have every sweeper run ``other`` after each recovery sweep, in the sweeper's
-    thread (never on a server's event loop): periodic work that needs no thread of its
-    own, such as retrying notification deliveries. Registering twice runs it once."""
-    if other not in _other_sweeps:
-        _other_sweeps.append(other)
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A job of the sweeper: ``run`` continues what it frees through ``django.tasks``,
+    ``arun`` on the event loop of a server that runs legs itself. A job that frees no
+    run has no ``arun``: it runs in the sweeper's own thread even in a server, so what
+    it does (sending mail with the immediate backend) never holds up the loop."""
+
+    name: str
+    run: Callable[[], Report]
+    arun: Callable[[], Awaitable[Report]] | None
+
+
+SWEEPS = (
+    Sweep("recovery", sweep, asweep),
+    Sweep("deadlines", deadline_sweep.sweep, deadline_sweep.asweep),
+    Sweep("notifications", notifications.sweep, None),
+)
+
+
+@task
+def recover_runs_task() -> dict[str, dict[str, list[str]]]:
+    """One round of every sweep as a task (for a scheduler of your own: cron, Celery
+    beat): ``{"recovery": {...}, "deadlines": {...}, "notifications": {...}}``."""
+    return {job.name: job.run().to_json() for job in SWEEPS}
 
 
 class Sweeper(threading.Thread):
@@ -235,31 +254,21 @@ class Sweeper(threading.Thread):
         self._stopped.set()
 
     def sweep_once(self) -> None:
-        if draining.stopping():
-            return
-        try:
-            loop = continuation.home_loop()
-            if loop is not None:
-                report = asyncio.run_coroutine_threadsafe(asweep(), loop).result()
-            else:
-                report = sweep()
-            if report.continued or report.failed or report.journals_closed:
-                logger.info(
-                    "deuz: recovery continued %s, gave up on %s, closed journals of %s",
-                    report.continued,
-                    report.failed,
-                    report.journals_closed,
-                )
-        except Exception:
-            logger.exception("deuz: the recovery sweep failed; it runs again later")
-        finally:
-            close_old_connections()
-        for other in _other_sweeps:
+        for job in SWEEPS:
+            if draining.stopping():
+                return
             try:
-                other()
+                loop = continuation.home_loop()
+                if loop is not None and job.arun is not None:
+                    report = asyncio.run_coroutine_threadsafe(job.arun(), loop).result()
+                else:
+                    report = job.run()
+                done = {key: ids for key, ids in report.to_json().items() if ids}
+                if done:
+                    logger.info("deuz: the %s sweep: %s", job.name, done)
             except Exception:
                 logger.exception(
-                    "deuz: the sweep %r failed; it runs again later", other
+                    "deuz: the %s sweep failed; it runs again later", job.name
                 )
             finally:
                 close_old_connections()

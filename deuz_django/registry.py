@@ -19,24 +19,45 @@ from .conf import deuz_settings
 from .core import LanguageModel, Tool, Usage
 from .core.exceptions import DeuzError
 from .core.tools import coerce_tools
-from .exceptions import UnknownAgent
+from .deadlines import Deadline, DeadlineRules
+from .exceptions import InvalidDeadline, UnknownAgent
 
 logger = logging.getLogger("deuz_django")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSpec:
-    """An agent: its model, tools, system prompt and the loop options every leg uses."""
+    """An agent: its model, tools, system prompt and the loop options every leg uses,
+    and how long its gated calls may wait for a person (:mod:`deuz_django.deadlines`:
+    ``deadline`` for every call, ``deadlines`` by tool path)."""
 
     model: LanguageModel
     tools: Sequence[Tool] | Mapping[str, Tool] = ()
     system: str | None = None
     max_steps: int = 10
     options: Mapping[str, Any] = field(default_factory=dict)
+    deadline: Deadline | None = None
+    deadlines: Mapping[str, Deadline] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.deadline is not None and not isinstance(self.deadline, Deadline):
+            raise InvalidDeadline(
+                f"AgentSpec.deadline: expected a Deadline, got {self.deadline!r}"
+            )
+        if self.deadlines:
+            tools = self.tool_set
+            for path, deadline in self.deadlines.items():
+                problem = _deadline_problem(tools, path, deadline)
+                if problem is not None:
+                    raise InvalidDeadline(f"AgentSpec.deadlines[{path!r}]: {problem}")
 
     @property
     def tool_set(self) -> dict[str, Tool]:
         return coerce_tools(self.tools)
+
+    @property
+    def deadline_rules(self) -> DeadlineRules:
+        return DeadlineRules(self.deadline, dict(self.deadlines))
 
     def call_options(self) -> dict[str, Any]:
         """Options for ``generate_text``/``resume_*`` (without messages and session)."""
@@ -116,11 +137,19 @@ def agent_pricer(name: str) -> Pricer | None:
     return price
 
 
+@cache
+def agent_deadlines(name: str) -> DeadlineRules:
+    """The deadlines of the agent registered as ``name``, read once per process like
+    :func:`agent_tools` (plain data: nothing of the agent's model is kept)."""
+    return load_agent(name).deadline_rules
+
+
 def forget_agents_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
     """``setting_changed`` receiver, connected in ``AppConfig.ready``."""
     if setting == "DEUZ":
         agent_tools.cache_clear()
         agent_pricer.cache_clear()
+        agent_deadlines.cache_clear()
 
 
 def find_tool(
@@ -133,3 +162,21 @@ def find_tool(
             return None
         tools = holder.sub_tools
     return tools.get(name)
+
+
+def _deadline_problem(
+    tools: Mapping[str, Tool], path: Any, deadline: Any
+) -> str | None:
+    """Why ``deadlines[path]`` cannot apply: it must be a :class:`Deadline` keyed by the
+    path of a tool that may need approval, or of a sub-agent."""
+    if not isinstance(deadline, Deadline):
+        return f"expected a Deadline, got {deadline!r}"
+    if not isinstance(path, str) or not path:
+        return "expected a tool path such as 'issue_refund' or 'researcher/save_note'"
+    *agents, name = path.split("/")
+    found = find_tool(tools, name, agents)
+    if found is None:
+        return "the agent has no such tool (a sub-agent's tool is 'agent/tool')"
+    if found.sub_tools is None and found.needs_approval is False:
+        return f"{name} never needs approval, so its calls never wait for a person"
+    return None

@@ -1,9 +1,12 @@
 """The rows a suspended run waits on: one per call its checkpoint asks a person about.
 
 Written with the checkpoint that suspends the run, in its transaction, so a run never
-waits on a request nobody can see. Standing rules and grants decide what they cover in
-the same transaction (:mod:`deuz_django.automatic`); ``approval_requested`` goes out for
-each new row left for a person once that transaction commits.
+waits on a request nobody can see. Each new row gets its deadline first
+(:mod:`deuz_django.deadline_rows`); standing rules and grants then decide what they cover
+in the same transaction (:mod:`deuz_django.automatic`) — a row they decide is no longer
+pending, so the deadline sweep never reminds, escalates or times it out; and
+``approval_requested`` goes out for each new row left for a person once that
+transaction commits.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from django.db.models import Q
 from .automatic import decide_automatically
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
+from .deadline_rows import schedule_deadlines
 from .models import Approval, ApprovalKind, ApprovalStatus
 from .signals import approval_requested, send_on_commit
 from .step_journal import calls_in_doubt
@@ -77,6 +81,7 @@ def record_approvals(
         ],
         ignore_conflicts=True,
     )
+    schedule_deadlines(run_pk, ids)
     new = list(
         Approval.objects.filter(
             run_id=run_pk,

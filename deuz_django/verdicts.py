@@ -10,7 +10,9 @@ permission and separation-of-duties rules of :mod:`deuz_django.permissions`), an
 approval still pending and not too old, and — for an approval — a token that verifies,
 pins exactly this call on this run and is young enough (:func:`token_refusal`, the same
 check the resume-time settle makes). A decided row never changes again: every write is
-an ``UPDATE`` conditional on the row still being ``pending``.
+an ``UPDATE`` conditional on the row still being ``pending`` — a call whose deadline
+passed too (:func:`record_timeout`), so a verdict racing the deadline either wins or
+is refused.
 
 An ``outcome_unknown`` approval (a call a crash left in doubt) takes one of three
 answers through the same check and write: approving with a ``result`` ("it happened")
@@ -33,7 +35,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .conf import deuz_settings
@@ -318,28 +320,52 @@ def record_verdict(
     else:
         status, reason = ApprovalStatus.DENIED, verdict.reason
     with transaction.atomic():
-        updated = Approval.objects.filter(
-            pk=approval.pk, status=ApprovalStatus.PENDING
-        ).update(
+        updated = _write(
+            approval,
+            Q(),
             status=status,
             decided_by=user_or_none(user),
-            decided_at=timezone.now(),
             reason=reason,
             operator=operator,
             edited_input=_edited_input(approval, verdict, status),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
             decided_by_grant=automatic if isinstance(automatic, Grant) else None,
         )
-        if updated == 1 and status == ApprovalStatus.APPROVED:
+        if updated and status == ApprovalStatus.APPROVED:
             if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
                 _settle_in_doubt(approval, verdict.result)
             if verdict.allow is not None:
                 record_grant(approval, user, verdict.allow)
     approval.refresh_from_db()
-    if updated != 1:
+    if not updated:
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
         )
+    return _recorded(approval)
+
+
+def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | None:
+    """Record a call nobody decided in time as ``expired``, by the system, with
+    ``reason`` (:mod:`deuz_django.deadline_rows`) — only while it is pending and ``due``
+    still holds for its row (an escalation may have moved its deadline meanwhile).
+    ``None`` when it did not (a verdict or another sweep came first): one write wins."""
+    if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
+        return None
+    approval.refresh_from_db()
+    return _recorded(approval)
+
+
+def _write(approval: Approval, condition: Q, **values: Any) -> bool:
+    """The one write of a verdict: conditional on the row still being pending."""
+    rows = Approval.objects.filter(condition, pk=approval.pk)
+    return bool(
+        rows.filter(status=ApprovalStatus.PENDING).update(
+            decided_at=timezone.now(), **values
+        )
+    )
+
+
+def _recorded(approval: Approval) -> Decision:
     announce_verdict(approval)
     return Decision(approval, run_ready=not current_pending(approval.run).exists())
 

@@ -4,7 +4,11 @@
 - ``issue_refund`` needs a staff approver holding ``example_project.approve_refund``, and the
   customer who owns the run may not approve it (separation of duties); the approver may
   edit its input (say, the amount) before approving it (``editable``). A standing rule
-  staff keep (``demo_setup`` makes it) approves refunds of at most $20 automatically;
+  staff keep (``demo_setup`` makes it) approves refunds of at most $20 automatically.
+  A refund left to a person has a deadline: a reminder after 15 minutes, at an hour the
+  request goes to the "Finance leads" group too, and an hour later it times out — the
+  customer is told, and may ask again (``DEUZ_DEMO_DEADLINE_SCALE`` shrinks those
+  times, for tests);
 - ``send_email`` is approved by the customer in the chat;
 - ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
   chat with the agent path ``researcher``.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
@@ -33,6 +38,7 @@ from deuz_django.core import (
     tool,
 )
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
+from deuz_django.deadlines import TIMED_OUT, Deadline
 from deuz_django.registry import AgentSpec
 
 from .models import Order, Refund, SentEmail
@@ -46,6 +52,7 @@ ORDER_NUMBER = re.compile(r"\b([A-Z]-\d{3,})\b", re.IGNORECASE)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 AMOUNT = re.compile(r"\$\s?(\d+(?:\.\d{1,2})?)")
 STREAM_DELAY = float(os.environ.get("DEUZ_DEMO_STREAM_DELAY", "0.03"))
+DEADLINE_SCALE = float(os.environ.get("DEUZ_DEMO_DEADLINE_SCALE", "1"))
 
 
 # -- tools ------------------------------------------------------------------------------------
@@ -233,6 +240,11 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
             return _say(
                 f"Good news: {outcome} It reaches your card in 3–5 business days."
             )
+        if TIMED_OUT in outcome:
+            return _say(
+                "I'm sorry, the refund request timed out before finance decided, so "
+                "no money moved. Ask me again and I'll send a new request."
+            )
         return _say(f"I'm sorry, the refund was not approved. ({outcome})")
 
     if "email" in lowered or "mail me" in lowered:
@@ -346,4 +358,21 @@ def assistant() -> AgentSpec:
         tools=[lookup_order, latest_order, issue_refund, send_email, researcher],
         system=SYSTEM,
         max_steps=8,
+        deadlines={"issue_refund": refund_deadline()},
+    )
+
+
+def refund_deadline() -> Deadline:
+    """A reminder after 15 minutes; at an hour, the Finance leads too; an hour later,
+    the request times out."""
+
+    def minutes(count: int) -> timedelta:
+        return timedelta(minutes=count) * DEADLINE_SCALE
+
+    return Deadline(
+        remind_after=minutes(15),
+        after=minutes(60),
+        then="escalate",
+        escalate_to="group:Finance leads",
+        extend_by=minutes(60),
     )

@@ -7,6 +7,7 @@ approval tokens arrive inside the run's ``tool-approval-request`` parts.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -14,10 +15,12 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
-from deuz_django.models import Run
+from deuz_django.deadlines import escalation_label
+from deuz_django.models import Approval, Run
 from deuz_django.permissions import decide_refusal
 
 AGENT = "assistant"
@@ -63,7 +66,9 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     shows that the call waits for staff. An approval of ``kind`` ``outcome_unknown`` (a
     call a crash left in doubt) is answered with "it happened" (and its result), "run it
     again" or "mark it failed" instead. ``automatic`` names the standing rule or grant
-    that decided a call, and its reason.
+    that decided a call, and its reason. A pending call with a deadline says when
+    (``secondsLeft``, counted by the server's clock) and what then happens:
+    ``escalateTo`` someone, or it times out.
     """
     if not request.user.is_authenticated:
         return JsonResponse(
@@ -73,6 +78,7 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     if run is None:
         return JsonResponse({"detail": "No such run.", "code": "not_found"}, status=404)
     approvals = []
+    now = timezone.now()
     rows = run.approvals.select_related(
         "run", "decided_by_rule", "decided_by_grant__run", "decided_by_grant__owner"
     )
@@ -87,12 +93,27 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
                 "status": approval.status,
                 "mayDecide": refusal is None,
                 "refusal": refusal,
+                **_deadline(approval, now),
                 "automatic": None
                 if automatic is None
                 else {"decider": str(automatic), "reason": approval.reason},
             }
         )
     return JsonResponse({"runId": run.run_id, "approvals": approvals})
+
+
+def _deadline(approval: Approval, now: datetime) -> dict[str, Any]:
+    moment = approval.deadline_at if approval.is_pending else None
+    return {
+        "deadline": None if moment is None else moment.isoformat(),
+        "secondsLeft": None
+        if moment is None
+        else max(0.0, (moment - now).total_seconds()),
+        "escalateTo": escalation_label(approval.escalate_to)
+        if approval.escalates
+        else None,
+        "escalatedTo": approval.escalated_to or None,
+    }
 
 
 @require_GET

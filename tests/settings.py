@@ -38,8 +38,11 @@ DEUZ = {
         "support": "tests.django.dashboard_agents.support",
         "research": "tests.django.dashboard_agents.research",
         "verbose": "tests.e2e.agents.verbose",
+        "timed": "tests.django.deadline_agents.timed",
+        "timed_nested": "tests.django.deadline_agents.timed_nested",
         "twice": "tests.django.rule_agents.twice",
         "repeater": "tests.django.rule_agents.repeater",
+        "timed_repeater": "tests.django.rule_agents.timed_repeater",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

@@ -95,6 +95,8 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "owner",
         "created",
         "expiry",
+        "deadline",
+        "reminder",
         "status_badge",
     )
     readonly_fields = fields
@@ -182,17 +184,21 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 expires = format_html(
                     "<br>{} {}", _("expires"), display.relative_time(moment)
                 )
+            deadline = display.deadline(obj)
             return format_html(
-                '{}<span class="deuz-when"><br>{} {}{}</span>',
+                '{}<span class="deuz-when"><br>{} {}{}{}</span>',
                 status,
                 _("asked"),
                 display.relative_time(obj.created_at),
                 expires,
+                format_html("<br>{}", deadline) if deadline else "",
             )
+        escalated = display.escalated(obj)
         return format_html(
-            '<span class="deuz-decided">{}<span class="deuz-when"><br>{} · {}</span>{}'
+            '<span class="deuz-decided">{}{}<span class="deuz-when"><br>{} · {}</span>{}'
             "</span>",
             status,
+            format_html(" {}", escalated) if escalated else "",
             display.decided_by(obj),
             display.relative_time(obj.decided_at),
             format_html(
@@ -256,6 +262,14 @@ class ApprovalAdmin(ReadOnlyAdmin):
     @admin.display(description=gettext_lazy("expires"))
     def expiry(self, obj: Approval) -> str:
         return display.expiry(obj)
+
+    @admin.display(description=gettext_lazy("deadline"))
+    def deadline(self, obj: Approval) -> str:
+        return display.deadline_detail(obj)
+
+    @admin.display(description=gettext_lazy("reminder"))
+    def reminder(self, obj: Approval) -> str:
+        return display.reminder(obj)
 
     # -- deciding ---------------------------------------------------------------------------
 

@@ -15,10 +15,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from ..core.exceptions import DeuzError
 from ..core.mcp import MCPTool
 from ..core.usage import Usage
+from ..deadlines import escalation_label
 from ..grants import Allow
 from ..models import Approval, Run
 from ..permissions import approval_tool
@@ -160,6 +162,76 @@ def expiry(approval: Approval) -> SafeString | str:
     if is_expired(approval):
         return badge("expired")
     return relative_time(moment)
+
+
+def countdown(moment: datetime) -> SafeString:
+    """The time left until ``moment``: ``in 3 hours, 20 minutes``, ``in 40 seconds``,
+    ``now`` once it passed; the exact time on hover."""
+    now = timezone.now()
+    seconds = int((moment - now).total_seconds())
+    if seconds <= 0:
+        text = _("now")
+    elif seconds < 60:
+        text = ngettext("in %d second", "in %d seconds", seconds) % seconds
+    else:
+        text = _("in %(time)s") % {"time": timeuntil(moment, now, depth=2)}
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>',
+        moment.isoformat(),
+        exact_time(moment),
+        text,
+    )
+
+
+def escalated(approval: Approval) -> SafeString | str:
+    """``escalated to Finance leads``, once the call's deadline escalated it."""
+    if approval.escalated_at is None:
+        return ""
+    return format_html(
+        '<span class="deuz-badge deuz-badge--escalated" title="{}">{}</span>',
+        exact_time(approval.escalated_at),
+        _("escalated to %(who)s") % {"who": approval.escalated_to},
+    )
+
+
+def deadline(approval: Approval) -> SafeString | str:
+    """A pending call's deadline: what happens then and the time left (``escalates to
+    Finance leads in 3 hours``, ``times out in 20 minutes``), after whom it went to
+    once escalated; ``""`` for a call without one (or decided)."""
+    if not approval.is_pending or approval.deadline_at is None:
+        return ""
+    action = (
+        _("escalates to %(who)s") % {"who": escalation_label(approval.escalate_to)}
+        if approval.escalates
+        else _("times out")
+    )
+    return format_html(
+        '<span class="deuz-deadline">{}{} {}</span>',
+        format_html("{} ", escalated(approval)) if approval.escalated_at else "",
+        action,
+        countdown(approval.deadline_at),
+    )
+
+
+def deadline_detail(approval: Approval) -> SafeString | str:
+    """The approval page's deadline: the exact moment, then :func:`deadline` (or, once
+    decided, whom it had been escalated to)."""
+    if approval.deadline_at is None:
+        return EMPTY
+    return format_html(
+        "{}<br>{}",
+        exact_time(approval.deadline_at),
+        deadline(approval) or escalated(approval),
+    )
+
+
+def reminder(approval: Approval) -> SafeString | str:
+    """When the call's reminder went out, or is due."""
+    if approval.reminded_at is not None:
+        return format_html("{} {}", _("sent"), relative_time(approval.reminded_at))
+    if approval.remind_at is None or not approval.is_pending:
+        return EMPTY
+    return format_html("{} {}", _("due"), countdown(approval.remind_at))
 
 
 def decider(approval: Approval) -> str:

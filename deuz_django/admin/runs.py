@@ -69,6 +69,11 @@ class PendingRow:
         return pretty(self.approval.input)
 
     @property
+    def deadline(self) -> str:
+        """When the call times out or escalates, and the time left (``""``: never)."""
+        return display.deadline(self.approval)
+
+    @property
     def max_hours(self) -> int:
         return max_hours()
 

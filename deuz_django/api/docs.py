@@ -167,6 +167,11 @@ _APPROVAL = {
     "decidedAt": None,
     "reason": "",
     "createdAt": "2026-01-05T10:00:00Z",
+    "deadline": "2026-01-05T11:00:00Z",
+    "remindAt": "2026-01-05T10:30:00Z",
+    "remindedAt": None,
+    "escalateTo": None,
+    "escalatedAt": None,
 }
 _RUN = {
     "runId": "run-42",
@@ -275,7 +280,9 @@ list_approvals = extend_schema(
     summary="List approvals",
     description="Approvals of the runs you may see, oldest first; pending ones unless "
     "`status` says otherwise. A pending approval carries the token an approving "
-    "verdict must echo.",
+    "verdict must echo, and its `deadline`: when it times out (recorded `expired` "
+    "with the reason the model is told, and the run goes on) or, with `escalateTo`, "
+    "goes to more people first.",
     tags=["approvals"],
     parameters=[ApprovalFilterSerializer],
     responses={200: ApprovalSerializer(many=True), **errors(READ)},

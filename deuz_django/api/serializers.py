@@ -363,6 +363,29 @@ class ApprovalSerializer(serializers.ModelSerializer):
     automaticDecision = serializers.SerializerMethodField()
     decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
+    deadline = serializers.DateTimeField(
+        source="deadline_at",
+        allow_null=True,
+        help_text="When the call times out (it is then recorded expired and the run "
+        "goes on) or, with escalateTo, escalates; null: it waits for a person.",
+    )
+    remindAt = serializers.DateTimeField(
+        source="remind_at",
+        allow_null=True,
+        help_text="When a reminder is due (approval_reminder); null: none.",
+    )
+    remindedAt = serializers.DateTimeField(
+        source="reminded_at", allow_null=True, help_text="When the reminder went out."
+    )
+    escalateTo = serializers.SerializerMethodField(
+        help_text="Whom the call goes to at its deadline before it can time out: "
+        "'perm:<app_label.codename>' or 'group:<name>'; null: it times out then."
+    )
+    escalatedAt = serializers.DateTimeField(
+        source="escalated_at",
+        allow_null=True,
+        help_text="When the deadline escalated the call (and moved the deadline on).",
+    )
 
     class Meta:
         model = Approval
@@ -382,6 +405,11 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "decidedAt",
             "reason",
             "createdAt",
+            "deadline",
+            "remindAt",
+            "remindedAt",
+            "escalateTo",
+            "escalatedAt",
         ]
         read_only_fields = fields
 
@@ -391,6 +419,9 @@ class ApprovalSerializer(serializers.ModelSerializer):
     def get_decidedBy(self, approval: Approval) -> str | None:
         user = approval.decided_by
         return None if user is None else user.get_username()
+
+    def get_escalateTo(self, approval: Approval) -> str | None:
+        return approval.escalate_to or None
 
     @extend_schema_field(AutomaticDecisionSerializer(allow_null=True))
     def get_automaticDecision(self, approval: Approval) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from ..models import Run
+from ..models import Approval, Run
 
 # Exit codes (``CommandError.returncode``).
 RUN_ERROR = 1  # a run is busy, not resumable or unknown, or its leg failed
@@ -43,3 +43,19 @@ def short(text: str, width: int = TITLE_WIDTH) -> str:
 
 def owner(run: Run) -> str:
     return run.owner.get_username() if run.owner else "-"
+
+
+def deadline(approval: Approval) -> str:
+    """What a call's deadline does and when: ``escalates to Finance leads at …``,
+    ``times out at …``; for a decided call whom it had been escalated to."""
+    escalated = f"escalated to {approval.escalate_to}" if approval.escalated_at else ""
+    if not approval.is_pending or approval.deadline_at is None:
+        return escalated or "-"
+    action = (
+        f"escalates to {approval.escalate_to} at"
+        if approval.escalates
+        else "times out at"
+    )
+    return ", ".join(
+        filter(None, [escalated, f"{action} {when(approval.deadline_at)}"])
+    )

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     while approving, and the automatic decisions each approval names."""
 
     dependencies = [
-        ("deuz_django", "0010_notifications"),
+        ("deuz_django", "0011_deadlines"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+
 from deuz_django.core import ModelRequest
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
+from deuz_django.deadlines import Deadline
 from deuz_django.registry import AgentSpec
 
 from .agents import by_turn, send_email
@@ -28,3 +32,5 @@ def _again(request: ModelRequest) -> ScriptedReply:
 
 # Never gives up: asks for another email after every answer, denied or not.
 repeater = AgentSpec(model=FunctionModel(_again), tools=[send_email], max_steps=3)
+# The same, and a call nobody decides times out after 10 minutes.
+timed_repeater = replace(repeater, deadline=Deadline(after=timedelta(minutes=10)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.db.models import F
 from django.utils import timezone
 
 from deuz_django import services
@@ -89,3 +90,13 @@ def decoded(run: Run) -> list[Any]:
         decode_message(data, f"row {index}")
         for index, data in run.messages.values_list("index", "data")
     ]
+
+
+def let_time_pass(run: Run, duration: timedelta) -> None:
+    """As if ``duration`` passed since the run's calls were recorded: every time on its
+    approval rows moves that much into the past."""
+    fields = ("created_at", "remind_at", "reminded_at", "deadline_at", "escalated_at")
+    Approval.objects.filter(run=run).update(
+        **{name: F(name) - duration for name in fields}
+    )
+    Run.objects.filter(pk=run.pk).update(updated_at=F("updated_at") - duration)

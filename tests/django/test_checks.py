@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,21 @@ def ids(errors: list[Any]) -> list[str]:
 def test_the_test_settings_pass_every_check() -> None:
     assert [check() for check in checks.ALL] == [[]] * len(checks.ALL)
     call_command("check", "--fail-level", "ERROR")
+
+
+def test_every_check_id_is_listed_once_and_every_id_raised_is_listed() -> None:
+    """Features add checks in parallel: an id two of them took would be ambiguous."""
+    check_id = re.compile(r"deuz_django\.[EW]\d{3}")
+    assert checks.__doc__ is not None
+    listed = re.findall(rf"^({check_id.pattern}) ", checks.__doc__, re.MULTILINE)
+    assert len(listed) == len(set(listed)), listed
+    package = Path(checks.__file__).parent
+    raised = {
+        found
+        for module in package.rglob("*.py")
+        for found in check_id.findall(module.read_text())
+    }
+    assert raised == set(listed)
 
 
 @pytest.mark.parametrize("secret", [None, ""])

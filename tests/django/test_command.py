@@ -16,14 +16,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from deuz_django import leases, services
+from deuz_django import deadline_sweep, leases, services
 from deuz_django.management.commands.deuz import NO_DECIDER
 from deuz_django.models import Approval, Run, StreamEntry
 
 from .admin_support import APPROVER, DECIDER
 from .agents import TOOL_PERMISSION
 from .processes import MANAGE, manage_env, run_manage
-from .run_support import PROMPT, approval, suspended, tool_results
+from .run_support import PROMPT, approval, let_time_pass, suspended, tool_results
 
 pytestmark = pytest.mark.django_db
 
@@ -469,3 +469,32 @@ def test_output_ends_quietly_when_the_reader_closes_the_pipe(
     assert done.stderr == ""
     assert done.returncode == 0
     assert len(done.stdout.splitlines()) == 1
+
+
+def test_show_prints_each_calls_deadline_and_whom_it_escalated_to(ann: Any) -> None:
+    run = suspended(agent="timed", owner=ann)
+    let_time_pass(run, 4 * timedelta(hours=1) + timedelta(seconds=1))
+    deadline_sweep.sweep()  # the refund escalates, the email times out
+    rows = {
+        row["APPROVAL"]: row
+        for row in table(deuz("show", run.run_id).split("Approvals:\n")[1])
+    }
+    refund = approval(run, "refund")
+    assert rows["r1"]["DEADLINE"] == (
+        f"escalated to group:Finance leads, times out at "
+        f"{timezone.localtime(refund.deadline_at).isoformat(sep=' ', timespec='seconds')}"
+    )
+    assert (rows["e1"]["STATUS"], rows["e1"]["DECIDED BY"]) == ("expired", "the system")
+    assert rows["e1"]["REASON"] == "Timed out: nobody decided within 1 hour."
+
+
+def test_resume_with_a_verdict_on_a_call_that_timed_out_records_nothing(
+    ann: Any,
+) -> None:
+    run = suspended(agent="timed", owner=ann)
+    let_time_pass(run, timedelta(hours=2))
+    deadline_sweep.act_on_due()
+    error = fails("resume", run.run_id, "--approve", "e1", "--as", "ann")
+    assert error.returncode == 1
+    assert "was already expired" in str(error)
+    assert approval(run, "send_email").decided_by is None

@@ -6,16 +6,17 @@ from __future__ import annotations
 import re
 import smtplib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.core.mail import EmailMultiAlternatives
 from django.test import Client
 
-from deuz_django import notifications, services, signals
+from deuz_django import deadline_sweep, notifications, services, signals
 from deuz_django.models import Approval
 
 from .agents import TOOL_PERMISSION
@@ -27,7 +28,7 @@ from .notify_support import (
     later,
     notifying,
 )
-from .run_support import approval, in_doubt, suspended
+from .run_support import approval, in_doubt, let_time_pass, suspended
 
 pytestmark = pytest.mark.django_db
 
@@ -168,6 +169,56 @@ def test_reminders_escalations_and_questions_are_mailed_to_who_may_decide(
         assert "Escalated to: perm:deuz_django.decide_approval" in mailoutbox[0].body
 
 
+def test_the_deadline_sweep_mails_its_escalation_to_the_leads_who_may_decide(
+    staff: dict[str, User],
+    make_user: Callable[..., User],
+    mailoutbox: list[Any],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """End to end: the ``timed`` agent's refund escalates to "Finance leads" at 4 hours;
+    the sweep's escalation becomes one mail, to the leads who may approve a refund."""
+    leads = Group.objects.create(name="Finance leads")
+    lead = make_user("lead", *DECIDER, TOOL_PERMISSION)
+    trainee = make_user("trainee", *DECIDER)  # a lead who may not approve refunds
+    for user in (lead, trainee):
+        user.email = f"{user.username}@example.com"
+        user.save()
+        user.groups.add(leads)
+    run = suspended("timed", owner=staff["ann"])
+    let_time_pass(run, timedelta(minutes=31))
+    with notifying(EMAIL), django_capture_on_commit_callbacks(execute=True):
+        assert deadline_sweep.sweep().reminded == [f"{run.run_id}:r1"]
+    # The reminder goes to whoever may decide a refund: the usual people.
+    assert sorted(m.to[0] for m in mailoutbox) == [
+        "boss@example.com",
+        "lead@example.com",
+    ]
+    mailoutbox.clear()
+    let_time_pass(run, timedelta(hours=3, minutes=30))
+    with notifying(EMAIL), django_capture_on_commit_callbacks(execute=True):
+        assert deadline_sweep.sweep().escalated == [f"{run.run_id}:r1"]
+    [mail] = mailoutbox  # boss may decide too, but the escalation names the leads
+    assert mail.to == ["lead@example.com"]
+    assert mail.subject == f"Escalated: Approval needed: refund in “{run.title}”"
+    assert "Escalated to: group:Finance leads" in mail.body
+    [delivery] = deliveries(event="approval.escalated")
+    assert (delivery.target, delivery.status) == ("lead@example.com", "delivered")
+    # The lead approves from the mail; the run then waits for nothing (its email timed
+    # out in the same sweep) and goes on.
+    browser = Client()
+    browser.force_login(lead)
+    with notifying(EMAIL), django_capture_on_commit_callbacks(execute=True):
+        page = browser.post(
+            urlsplit(links(mail.body)["Approve"]).path, {"verdict": "approve"}
+        )
+    assert page.status_code == 302
+    refund = approval(run, "refund")
+    assert (refund.status, refund.decided_by) == ("approved", lead)
+    assert approval(run, "send_email").status == "expired"
+    run.refresh_from_db()
+    assert run.status == "completed"
+
+
 def test_a_verdict_or_a_run_event_mails_nobody(
     staff: dict[str, User],
     mailoutbox: list[Any],
@@ -201,7 +252,7 @@ def test_a_mail_server_that_is_away_is_retried_and_the_run_goes_on(
     }
     assert mailoutbox == []
     with notifying(EMAIL):  # the mail server is back
-        assert len(notifications.sweep(later())) == 2
+        assert len(notifications.sweep(later()).queued) == 2
     assert {(d.status, d.attempts) for d in deliveries()} == {("delivered", 2)}
     assert len(mailoutbox) == 4
 

@@ -1,15 +1,18 @@
 """Faults on the way to a receiver: a queue that refuses the task, a database write that
 fails after the request went out, a sweep that raises — each leaves the delivery for the
-sweep (at least once, under the same id), and none reaches the run."""
+sweep (at least once, under the same id), and none reaches the run. The retries are one
+job of the recovery sweeper (``recovery.SWEEPS``), run in its own thread."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import threading
+from typing import Any, NoReturn
 
 import pytest
 from django.db import OperationalError
 
-from deuz_django import deliveries, notifications, recovery
+from deuz_django import continuation, deliveries, notifications, recovery
 from deuz_django.models import Delivery
 
 from .notify_support import Receiver, later, notifying, webhook
@@ -37,9 +40,9 @@ def test_a_queue_that_refuses_the_task_leaves_the_delivery_to_the_sweep(
         [delivery] = Delivery.objects.all()
         assert (delivery.status, delivery.attempts) == ("pending", 0)
         assert "queueing delivery" in caplog.text
-        assert notifications.sweep() == []  # its queued attempt may still start
+        assert notifications.sweep().queued == ()  # its queued attempt may still start
         monkeypatch.undo()
-        assert notifications.sweep(later(0.1)) == [delivery.pk]
+        assert notifications.sweep(later(0.1)).queued == (delivery.pk,)
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("delivered", 1)
     assert receiver.events() == ["run.suspended"]
@@ -90,14 +93,14 @@ def test_the_recovery_sweeper_runs_the_delivery_sweep_and_survives_a_failing_one
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    assert notifications.sweep in recovery._other_sweeps  # AppConfig.ready added it
     calls: list[str] = []
 
-    def broken() -> None:
+    def broken() -> NoReturn:
         calls.append("broken")
         raise RuntimeError("the deadline table is missing")
 
-    monkeypatch.setattr(recovery, "_other_sweeps", [broken, *recovery._other_sweeps])
+    failing = recovery.Sweep("broken", broken, None)
+    monkeypatch.setattr(recovery, "SWEEPS", (failing, *recovery.SWEEPS))
     receiver.statuses = [500]
     with notifying(webhook(receiver.url, events=["run.suspended"])):
         run = suspended()  # the transactional test commits: notified at once
@@ -105,15 +108,41 @@ def test_the_recovery_sweeper_runs_the_delivery_sweep_and_survives_a_failing_one
         Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=later(-1))
         recovery.Sweeper(interval=60).sweep_once()
     assert calls == ["broken"]
+    assert "the broken sweep failed" in caplog.text
     assert "the deadline table is missing" in caplog.text
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("delivered", 2)
 
 
-def test_registering_a_sweep_twice_runs_it_once(
+def test_the_delivery_retries_are_one_job_of_every_sweeper() -> None:
+    names = [job.name for job in recovery.SWEEPS]
+    assert names.count("notifications") == 1
+    [job] = [job for job in recovery.SWEEPS if job.name == "notifications"]
+    assert job.run is notifications.sweep
+
+
+def test_a_servers_sweeper_retries_deliveries_in_its_own_thread_not_on_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(recovery, "_other_sweeps", [])
-    recovery.also_sweep(notifications.sweep)
-    recovery.also_sweep(notifications.sweep)
-    assert recovery._other_sweeps == [notifications.sweep]
+    """Sending mail with the immediate backend must never hold up a server's legs."""
+    loop = asyncio.new_event_loop()
+    serving = threading.Thread(target=loop.run_forever, daemon=True)
+    serving.start()
+    threads: list[threading.Thread] = []
+
+    def requeue_due(*args: Any) -> list[tuple[int, int]]:
+        threads.append(threading.current_thread())
+        return []
+
+    monkeypatch.setattr(continuation, "home_loop", lambda: loop)
+    monkeypatch.setattr(deliveries, "requeue_due", requeue_due)
+    monkeypatch.setattr(
+        recovery, "SWEEPS", [j for j in recovery.SWEEPS if j.name == "notifications"]
+    )
+    try:
+        recovery.Sweeper(interval=60).sweep_once()
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        serving.join()
+        loop.close()
+    assert threads == [threading.current_thread()]

@@ -18,7 +18,7 @@ from django.db import DatabaseError
 from django.db.models import RestrictedError
 from django.utils import timezone
 
-from deuz_django import services, signals
+from deuz_django import deadline_sweep, services, signals
 from deuz_django.exceptions import RunBusy
 from deuz_django.models import (
     Approval,
@@ -31,7 +31,7 @@ from deuz_django.models import (
 from tests.api.support import started
 
 from .agents import TOOL_PERMISSION
-from .run_support import in_doubt
+from .run_support import in_doubt, let_time_pass
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MakeUser = Callable[..., User]
@@ -315,6 +315,25 @@ def test_after_so_many_automatic_decisions_in_a_row_a_person_decides(
     services.resume_run(run.run_id)
     statuses = Approval.objects.filter(run=run).values_list("status", flat=True)
     assert list(statuses)[4:] == ["denied", "denied", "denied", "pending"]
+
+
+def test_a_call_that_timed_out_does_not_start_the_count_afresh(
+    ann: User, settings: Any
+) -> None:
+    """Only a person's verdict does: after a timeout the run goes on with no person, so
+    its next call waits for one instead of being decided automatically."""
+    settings.DEUZ = {**settings.DEUZ, "MAX_AUTOMATIC_DECISIONS": 3}
+    rule(ann, "send_email", action="deny", reason="No more emails.")
+    run = started(ann, agent="timed_repeater")
+    assert run.status == RunStatus.SUSPENDED  # m0-m2 denied, m3 waits
+
+    let_time_pass(run, timedelta(minutes=11))
+    assert deadline_sweep.sweep().continued == [run.run_id]
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUSPENDED
+    statuses = Approval.objects.filter(run=run).values_list("approval_id", "status")
+    assert list(statuses)[3:] == [("m3", "expired"), ("m4", "pending")]
 
 
 def test_a_rule_that_decided_cannot_be_deleted_but_its_runs_can(

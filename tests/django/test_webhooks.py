@@ -133,8 +133,8 @@ def test_a_500_is_retried_with_backoff_until_the_endpoint_answers(
     # The next attempt waits out the timeout and the backoff, never sooner.
     assert delivery.next_attempt_at >= delivery.created_at + retry_delay(1, 10)
     with notifying(webhook(receiver.url, events=ONLY_SUSPENSIONS)):
-        assert notifications.sweep() == []  # not due yet
-        assert notifications.sweep(later()) == [delivery.pk]
+        assert notifications.sweep().queued == ()  # not due yet
+        assert notifications.sweep(later()).queued == (delivery.pk,)
         [delivery] = deliveries()
         assert (delivery.status, delivery.attempts, delivery.last_status_code) == (
             "pending",
@@ -169,7 +169,9 @@ def test_a_refused_connection_is_retried_then_failed_after_the_last_attempt(
         assert "Connection refused" in delivery.last_error or "NewConnectionError" in (
             delivery.last_error
         )
-        assert notifications.sweep(later(72)) == []  # given up: never tried again
+        assert (
+            notifications.sweep(later(72)).queued == ()
+        )  # given up: never tried again
 
 
 def test_a_redirect_is_a_failure_not_followed(

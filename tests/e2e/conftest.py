@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -209,14 +209,21 @@ CUSTOMER = ("customer", "customer-pass")
 STAFF = ("staff", "staff-pass")
 
 
-@pytest.fixture
-def chat(browser: Browser, demo_server: Daphne) -> Iterator[Page]:
-    """A laptop-sized page on the demo site, nobody signed in yet."""
-    context = new_context(browser, demo_server, width=1280, height=860)
+@contextmanager
+def chat_page(browser: Browser, server: Daphne) -> Iterator[Page]:
+    """A laptop-sized page on ``server``, nobody signed in yet."""
+    context = new_context(browser, server, width=1280, height=860)
     try:
         yield context.new_page()
     finally:
         context.close()
+
+
+@pytest.fixture
+def chat(browser: Browser, demo_server: Daphne) -> Iterator[Page]:
+    """A chat page on the demo site."""
+    with chat_page(browser, demo_server) as page:
+        yield page
 
 
 def sign_in(page: Page, username: str, password: str) -> None:
@@ -252,7 +259,7 @@ def approval_card(page: Page, tool_name: str) -> Locator:
     """The card of a gated call (or of a call a crash left in doubt), whatever its
     heading says (asking, or decided)."""
     label = (
-        "Approval needed|Approved|Denied|Expired|Decided"
+        "Approval needed|Approved|Denied|Expired|Timed out|Decided"
         "|Approved automatically|Denied automatically"
         "|Outcome unknown|It happened|Run again|Marked failed|Settled"
     )

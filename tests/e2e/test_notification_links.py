@@ -85,8 +85,13 @@ def test_staff_approve_a_refund_from_the_link_in_their_mail(
         card = approval_card(chat, "issue_refund")
         expect(card).to_contain_text("Waiting for staff approval")
 
-        [mail] = [m for m in mails(server) if "issue_refund" in str(m["Subject"])]
-        assert mail["To"] == "staff@example.com"  # the customer may not approve it
+        sent = [m for m in mails(server) if "issue_refund" in str(m["Subject"])]
+        # Those who may approve it: staff and the Finance lead, not the customer.
+        assert sorted(m["To"] for m in sent) == [
+            "lead@example.com",
+            "staff@example.com",
+        ]
+        [mail] = [m for m in sent if m["To"] == "staff@example.com"]
         assert str(mail["Subject"]).startswith("Approval needed: issue_refund in")
         text = text_of(mail)
         assert '"order_id": "A-1003"' in text

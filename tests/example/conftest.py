@@ -15,4 +15,6 @@ def shop(transactional_db: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Us
     """The demo's users and orders, answers streamed without the word-by-word delay."""
     monkeypatch.setattr(agents, "STREAM_DELAY", 0.0)
     call_command("demo_setup", stdout=io.StringIO())
-    return {name: User.objects.get(username=name) for name in ("customer", "staff")}
+    return {
+        name: User.objects.get(username=name) for name in ("customer", "staff", "lead")
+    }

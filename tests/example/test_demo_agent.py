@@ -4,6 +4,7 @@ start, resume, decide, resume."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -11,13 +12,15 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from deuz_django import services
+from deuz_django import deadline_sweep, services
 from deuz_django.core import Deps, ToolContext
 from deuz_django.exceptions import NotPermitted
 from deuz_django.grants import Allow
 from deuz_django.models import Approval, Run, StandingRule
+from deuz_django.permissions import decide_refusal
 from example_project.agents import issue_refund, send_email
 from example_project.models import Order, Refund, SentEmail
+from tests.django.run_support import let_time_pass
 
 from .support import answer, ask, decide, pending
 
@@ -100,6 +103,30 @@ def test_a_refund_staff_deny_is_explained_and_refunds_nothing(shop: Any) -> None
     assert answer(run) == (
         "I'm sorry, the refund was not approved. "
         "(Tool call denied. Reason: Outside the policy.)"
+    )
+    order = Order.objects.get(number="A-1002")
+    assert (order.status, order.refunded) == ("shipped", Decimal("0"))
+
+
+def test_a_refund_nobody_decides_goes_to_the_finance_leads_then_times_out(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Please refund order A-1002")
+    refund = pending(run)
+    assert refund.deadline_at == refund.created_at + timedelta(hours=1)
+    assert refund.remind_at == refund.created_at + timedelta(minutes=15)
+    assert refund.escalate_to == "group:Finance leads"
+    # The lead, whom it escalates to, may decide it (the group's permissions).
+    assert decide_refusal(shop["lead"], refund, approving=True) is None
+    let_time_pass(run, timedelta(hours=1, seconds=1))
+    assert deadline_sweep.sweep().escalated == [f"{run.run_id}:{refund.approval_id}"]
+    let_time_pass(run, timedelta(hours=1, seconds=1))
+    assert deadline_sweep.sweep().continued == [run.run_id]
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert answer(run) == (
+        "I'm sorry, the refund request timed out before finance decided, so no "
+        "money moved. Ask me again and I'll send a new request."
     )
     order = Order.objects.get(number="A-1002")
     assert (order.status, order.refunded) == ("shipped", Decimal("0"))
@@ -217,7 +244,8 @@ def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
     call_command("demo_setup", stdout=out)
     assert "customer / customer-pass" in out.getvalue()
     assert "staff / staff-pass" in out.getvalue()
-    assert User.objects.count() == 2
+    assert "lead / lead-pass" in out.getvalue()
+    assert User.objects.count() == 3
     assert StandingRule.objects.count() == 1
     assert list(Order.objects.values_list("number", flat=True)) == [
         "A-1001",

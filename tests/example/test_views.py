@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -9,9 +10,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
+from deuz_django import deadline_sweep
 from deuz_django.models import StandingRule
+from tests.django.run_support import let_time_pass
 
-from .support import ask
+from .support import ask, pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,6 +89,10 @@ def test_the_owner_may_decide_an_email_but_only_staff_a_refund(shop: Any) -> Non
                 "status": "pending",
                 "mayDecide": True,
                 "refusal": None,
+                "deadline": None,  # an email waits for the customer as long as it takes
+                "secondsLeft": None,
+                "escalateTo": None,
+                "escalatedTo": None,
                 "automatic": None,
             }
         ],
@@ -116,6 +123,7 @@ def test_a_call_a_standing_rule_decided_names_the_rule_and_its_reason(
             "reason": "Refunds of at most $20 are approved automatically.",
         },
     )
+    assert (row["deadline"], row["secondsLeft"]) == (None, None)  # nothing to count
 
 
 def test_approvals_of_a_run_are_hidden_from_others_and_anonymous_users(
@@ -131,3 +139,32 @@ def test_approvals_of_a_run_are_hidden_from_others_and_anonymous_users(
         401,
         "not_authenticated",
     )
+
+
+def test_the_chat_is_told_each_calls_deadline_and_what_happens_then(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Please refund order A-1001")
+    customer = signed_in(shop["customer"])
+    url = f"/demo/approvals/{run.run_id}/"
+    (refund,) = customer.get(url).json()["approvals"]
+    assert refund["deadline"] == pending(run).deadline_at.isoformat()  # type: ignore[union-attr]
+    assert 3590 < refund["secondsLeft"] <= 3600
+    assert (refund["escalateTo"], refund["escalatedTo"]) == ("Finance leads", None)
+
+    let_time_pass(run, timedelta(hours=1, seconds=1))
+    deadline_sweep.sweep()
+    (refund,) = customer.get(url).json()["approvals"]
+    assert 3590 < refund["secondsLeft"] <= 3600  # an hour more, for the leads
+    assert (refund["escalateTo"], refund["escalatedTo"]) == (None, "Finance leads")
+
+    let_time_pass(run, timedelta(hours=1, seconds=1))
+    deadline_sweep.sweep()
+    (refund,) = customer.get(url).json()["approvals"]
+    assert refund["status"] == "expired"
+    assert [refund[k] for k in ("deadline", "secondsLeft", "escalateTo")] == [
+        None,
+        None,
+        None,
+    ]
+    assert refund["escalatedTo"] == "Finance leads"

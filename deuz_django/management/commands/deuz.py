@@ -48,7 +48,7 @@ from ...exceptions import (
 from ...models import Approval, Run, RunStatus
 from ...transcript import sections, transcript_lines
 from ..deciders import ShellDecider
-from ..output import BAD_ARGUMENTS, RUN_ERROR, owner, short, table, when
+from ..output import BAD_ARGUMENTS, RUN_ERROR, deadline, owner, short, table, when
 
 NO_DECIDER = (
     "A verdict needs a decider: --as USERNAME (decided with that user's permissions) "
@@ -249,6 +249,7 @@ class Command(BaseCommand):
                     a.decider if not a.is_pending else "-",
                     when(a.decided_at),
                     a.reason or "-",
+                    deadline(a),
                 ]
                 for a in approvals
             ]
@@ -260,6 +261,7 @@ class Command(BaseCommand):
                 "DECIDED BY",
                 "DECIDED AT",
                 "REASON",
+                "DEADLINE",
             ]
             self.stdout.write(table(rows, header))
 

@@ -1,4 +1,10 @@
-"""``manage.py demo_setup``: the demo's users and orders (safe to run again)."""
+"""``manage.py demo_setup``: the demo's users, orders and standing rule (safe to run
+again).
+
+``staff`` approves refunds (the group "Finance approvers") and keeps the rule that
+approves refunds of at most $20 automatically; ``lead`` is in "Finance leads", whom a
+refund nobody decided within an hour escalates to.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from example_project.models import Order
 
 CUSTOMER = ("customer", "customer-pass")
 STAFF = ("staff", "staff-pass")
+LEAD = ("lead", "lead-pass")
 ORDERS = [
     (
         "A-1001",
@@ -59,14 +66,19 @@ class Command(BaseCommand):
                     "status": status,
                 },
             )
-        approvers, _ = Group.objects.get_or_create(name="Finance approvers")
-        approvers.permissions.set(
+        permissions = [
             Permission.objects.get(content_type__app_label=app, codename=codename)
             for app, codename in APPROVER_PERMISSIONS
-        )
+        ]
+        approvers, _ = Group.objects.get_or_create(name="Finance approvers")
+        approvers.permissions.set(permissions)
+        leads, _ = Group.objects.get_or_create(name="Finance leads")
+        leads.permissions.set(permissions)
         self._user(*CUSTOMER, email="customer@example.com")
         staff = self._user(*STAFF, email="staff@example.com", is_staff=True)
         staff.groups.add(approvers)
+        lead = self._user(*LEAD, email="lead@example.com", is_staff=True)
+        lead.groups.add(leads)
         StandingRule.objects.update_or_create(
             **SMALL_REFUNDS,
             defaults={
@@ -80,6 +92,8 @@ class Command(BaseCommand):
             "Demo users:\n"
             f"  customer  {CUSTOMER[0]} / {CUSTOMER[1]}   — chats at /\n"
             f"  staff     {STAFF[0]} / {STAFF[1]}      — approves refunds at /admin/\n"
+            f"  lead      {LEAD[0]} / {LEAD[1]}        — refunds nobody decided in an "
+            "hour escalate to them\n"
             "Standing rule: refunds of at most $20 are approved automatically.\n"
         )
 

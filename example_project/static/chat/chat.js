@@ -37,6 +37,8 @@ const STATUS_LABELS = { running: "Running", suspended: "Waiting for approval", c
 const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expired" };
 const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
 const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
+const TIMED_OUT = "Timed out"; // deuz_django.deadlines.TIMED_OUT starts a timed-out call's reason
+const DEADLINE_RECHECK_MS = 1500; // after a deadline passes, ask what it did (escalated?)
 const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
 const IN_DOUBT = "outcome_unknown"; // deuz_django.models.ApprovalKind.OUTCOME_UNKNOWN
 const IN_DOUBT_TEXT = "This call started before a crash and left no outcome. Did it happen?";
@@ -71,6 +73,19 @@ function newRunId() {
 
 function describeOutput(output) {
   return typeof output === "string" ? output : JSON.stringify(output);
+}
+
+/** "3 hours 20 minutes", "5 minutes", "42 seconds": the two largest units. */
+function timeLeft(seconds) {
+  const units = [["day", 86400], ["hour", 3600], ["minute", 60], ["second", 1]];
+  const parts = [];
+  let rest = Math.max(1, Math.ceil(seconds));
+  for (const [name, size] of units) {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    if (count) parts.push(`${count} ${name}${count === 1 ? "" : "s"}`);
+  }
+  return parts.slice(0, 2).join(" ");
 }
 
 // -- one tool call ---------------------------------------------------------------------------
@@ -145,10 +160,14 @@ class ApprovalCard {
       h("p", { class: "muted" }, "Checking who may decide…"));
     this.heading = h("h3", { id: headingId });
     this.title("Approval needed");
+    // The call's deadline, counted down (role=timer: not read out at every tick).
+    this.clock = h("p", { class: "deadline", role: "timer", hidden: true });
+    this.ticking = null;
     this.el = h("section", { class: "approval", "aria-labelledby": headingId, tabindex: "-1" },
       this.heading,
       agentPath.length ? h("p", { class: "asked-by" }, `asked by ${agentPath.join(" › ")}`) : "",
       h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
+      this.clock,
       this.decision);
   }
 
@@ -179,6 +198,7 @@ class ApprovalCard {
       this.heading.after(h("p", { class: "in-doubt" }, IN_DOUBT_TEXT));
       this.title("Outcome unknown");
     }
+    this.showDeadline(info);
     if (info.status !== "pending") {
       this.record(info.status);
     } else if (info.mayDecide) {
@@ -190,6 +210,41 @@ class ApprovalCard {
         h("p", { class: "muted" }, "A finance staff member decides this in the admin; " +
           "the conversation continues here once they have."));
     }
+  }
+
+  /**
+   * A pending call with a deadline: what happens then and the time left, counted down
+   * from the server's secondsLeft; once it passes, ask the server what it did.
+   */
+  showDeadline(info) {
+    clearInterval(this.ticking);
+    this.ticking = null;
+    if (info.status !== "pending" || info.deadline === null || info.deadline === undefined) {
+      this.clock.hidden = true;
+      return;
+    }
+    const due = Date.now() + info.secondsLeft * 1000;
+    const escalated = info.escalatedTo ? `Escalated to ${info.escalatedTo}. ` : "";
+    const action = info.escalateTo ? `Goes to ${info.escalateTo} too` : "Times out";
+    const tick = () => {
+      const left = (due - Date.now()) / 1000;
+      if (left > 0) {
+        setText(this.clock, `${escalated}${action} in ${timeLeft(left)}.`);
+        return;
+      }
+      setText(this.clock, `${escalated}${info.escalateTo ? "Escalating" : "Timing out"}…`);
+      clearInterval(this.ticking);
+      this.ticking = setTimeout(() => this.conversation.recheckDeadline(this), DEADLINE_RECHECK_MS);
+    };
+    this.clock.hidden = false;
+    tick();
+    if (!this.ticking) this.ticking = setInterval(tick, 1000);
+  }
+
+  stopClock() {
+    clearInterval(this.ticking);
+    this.ticking = null;
+    this.clock.hidden = true;
   }
 
   showButtons(problem = "") {
@@ -261,6 +316,7 @@ class ApprovalCard {
   /** The server recorded a verdict (ours, or one made elsewhere before this page loaded). */
   record(status) {
     if (!this.open) return;
+    this.stopClock();
     this.state = "recorded";
     const answer = ANSWERS[this.answer];
     if (answer && status !== "expired") {
@@ -301,6 +357,7 @@ class ApprovalCard {
     // A call in doubt that runs again settles once more when its result arrives.
     if (this.state === "settled" && this.kind !== IN_DOUBT) return;
     const focused = this.el.contains(document.activeElement);
+    this.stopClock();
     this.state = "settled";
     this.el.dataset.settled = tool.denied ? "denied" : "approved";
     if (this.kind === IN_DOUBT) this.settleInDoubt(tool);
@@ -311,12 +368,15 @@ class ApprovalCard {
   settleApproval(tool) {
     if (this.automatic) return this.showAutomatic(tool.denied ? "denied" : "approved");
     const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
-    this.title(expired ? "Expired" : tool.denied ? "Denied" : "Approved");
+    const timedOut = tool.denied && tool.deniedReason.startsWith(TIMED_OUT);
+    this.title(expired ? "Expired" : timedOut ? "Timed out" : tool.denied ? "Denied" : "Approved");
     const text = expired
       ? EXPIRED_TEXT
-      : tool.denied
-        ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
-        : "Approved";
+      : timedOut
+        ? `${tool.deniedReason} The call did not run; the assistant continues.`
+        : tool.denied
+          ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
+          : "Approved";
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
   }
 
@@ -510,14 +570,28 @@ class Conversation {
     });
   }
 
-  async askServer() {
-    let approvals = [];
+  /** The run's approvals as the server sees them now (none while it is away). */
+  async fetchApprovals() {
     try {
       const response = await fetch(config.approvalsUrl(this.runId), { headers: { Accept: "application/json" } });
-      if (response.ok) approvals = (await response.json()).approvals;
+      if (response.ok) return (await response.json()).approvals;
     } catch {
-      // the server is away (a restart): ask again below
+      // the server is away (a restart): the caller asks again
     }
+    return [];
+  }
+
+  /** A card's deadline passed: show what it did (escalated: a new deadline). */
+  async recheckDeadline(card) {
+    if (!card.open || current !== this) return;
+    const info = (await this.fetchApprovals()).find((a) => a.approvalId === card.part.approvalId);
+    if (!info || !card.open) return;
+    if (info.status === "pending") card.showDeadline(info);
+    else card.record(info.status); // timed out: the run's parts say how it goes on
+  }
+
+  async askServer() {
+    const approvals = await this.fetchApprovals();
     const known = new Map(approvals.map((a) => [a.approvalId, a]));
     for (const card of this.unchecked()) {
       const info = known.get(card.part.approvalId);
