@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
@@ -109,6 +109,35 @@ def test_a_save_writes_the_run_row_and_only_the_new_messages_at_any_length() -> 
             ("INSERT", "deuz_django_runmessage"),
         ]
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_whose_messages_cannot_be_written_leaves_the_run_as_it_was() -> None:
+    """The append's run row and new messages commit together or not at all (one
+    statement on PostgreSQL, ``BEGIN IMMEDIATE`` … ``COMMIT`` on SQLite), outside any
+    enclosing transaction as a leg runs."""
+    store = DjangoSessionStore()
+    steps = dict(histories(2))
+    store.save(make_checkpoint("run-torn", 1, messages=steps[1]))
+
+    def refuse_messages(
+        execute: Any, sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        if 'INSERT INTO "deuz_django_runmessage"' in sql:
+            raise OperationalError("disk full")
+        return execute(sql, params, many, context)
+
+    with (
+        connection.execute_wrapper(refuse_messages),
+        pytest.raises(OperationalError, match="disk full"),
+    ):
+        store.save(make_checkpoint("run-torn", 2, messages=steps[2]))
+    run = Run.objects.get(run_id="run-torn")
+    assert (run.step_index, run.message_count) == (1, len(steps[1]))
+    assert RunMessage.objects.filter(run=run).count() == len(steps[1])
+    assert not connection.in_atomic_block
+    store.save(make_checkpoint("run-torn", 2, messages=steps[2]))  # usable again
+    assert RunMessage.objects.filter(run=run).count() == len(steps[2])
 
 
 @pytest.mark.django_db
