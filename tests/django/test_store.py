@@ -3,10 +3,13 @@ cost flat as the history grows (DESIGN §4, §6)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.core.durable.codec import deserialize_checkpoint, serialize_checkpoint
 from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
+from deuz_django.leases import acquire
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
 
@@ -109,6 +113,46 @@ def test_a_save_writes_the_run_row_and_only_the_new_messages_at_any_length() -> 
             ("INSERT", "deuz_django_runmessage"),
         ]
     )
+
+
+def round_trips(write: Callable[[], object]) -> int:
+    """Request/response cycles ``write`` makes on PostgreSQL, from libpq's trace: one
+    each time the traffic turns from the client's messages to the server's."""
+    from psycopg.pq import Trace  # the postgres extra
+
+    raw = connection.connection
+    with tempfile.TemporaryFile() as trace:
+        raw.pgconn.trace(trace.fileno())
+        raw.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            write()
+        finally:
+            raw.pgconn.untrace()
+        trace.seek(0)
+        directions = [line[:1] for line in trace.read().decode().splitlines()]
+    return sum(
+        1
+        for before, now in itertools.pairwise(directions)
+        if (before, now) == ("F", "B")
+    )
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="round trips over the network"
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_save_under_a_lease_is_one_round_trip_once_prepared() -> None:
+    """Checkpoint and new messages in one round trip (issue #14 item 4): the run row's
+    conditional update and the messages' insert are one prepared statement."""
+    Run.objects.create(run_id="run-rt", agent="demo")
+    store = DjangoSessionStore(lease=acquire("run-rt"))
+    counted = []
+    for step, history in histories(4):
+        checkpoint = make_checkpoint("run-rt", step, messages=history)
+        counted.append(round_trips(partial(store.save, checkpoint)))
+    # The first save reads the stored history; the first append also prepares its
+    # statement on this connection (one more round trip, once).
+    assert counted[2:] == [1, 1]
 
 
 @pytest.mark.django_db(transaction=True)
