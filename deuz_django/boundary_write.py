@@ -161,31 +161,62 @@ def _preparing_cursor_class() -> type[Any]:
 
 
 @contextmanager
-def _sqlite_transaction(db: BaseDatabaseWrapper) -> Iterator[CursorWrapper]:
+def _sqlite_transaction(db: BaseDatabaseWrapper) -> Iterator[Any]:
     """A cursor in a transaction of its own on SQLite: ``BEGIN IMMEDIATE`` …
     ``COMMIT``, or a savepoint inside an enclosing ``atomic()``; anything raised rolls
     it back.
 
-    The save's statements are a few microseconds of SQLite; ``atomic()``'s bookkeeping
-    (autocommit switched off and on, savepoint ids, commit hooks) cost more, so the
-    transaction is spelled out here. The cursor is Django's own: execute wrappers,
-    query logging and its error classes apply as to any query.
+    The statements are a few microseconds of SQLite each; ``atomic()``'s bookkeeping
+    and Django's cursor wrapper cost more than they do, so the transaction is spelled
+    out and the cursor is SQLite's own — unless something watches the statements
+    (execute wrappers, ``DEBUG``'s query log): then it is Django's, as for any query.
     """
+    db.ensure_connection()
+    db.validate_no_broken_transaction()
+    observed = bool(db.execute_wrappers) or db.queries_logged
     nested = db.in_atomic_block
-    with db.cursor() as cursor:
+    driver = db.connection
+    with (
+        db.wrap_database_errors,
+        db.cursor() if observed else _QmarkCursor(driver) as cursor,
+    ):
         cursor.execute("SAVEPOINT deuz_write" if nested else "BEGIN IMMEDIATE")
         try:
             yield cursor
             cursor.execute("RELEASE deuz_write" if nested else "COMMIT")
         except BaseException:
-            driver = db.connection
-            with db.wrap_database_errors:
-                if nested:
-                    driver.execute("ROLLBACK TO deuz_write")
-                    driver.execute("RELEASE deuz_write")
-                elif driver.in_transaction:
-                    driver.execute("ROLLBACK")
+            if nested:
+                driver.execute("ROLLBACK TO deuz_write")
+                driver.execute("RELEASE deuz_write")
+            elif driver.in_transaction:
+                driver.execute("ROLLBACK")
             raise
+
+
+class _QmarkCursor:
+    """SQLite's cursor taking the ``%s`` placeholders the statements are written with."""
+
+    def __init__(self, driver: Any) -> None:
+        self._cursor = driver.cursor()
+
+    def __enter__(self) -> _QmarkCursor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._cursor.close()
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._cursor.execute(sql.replace("%s", "?"), params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._cursor.executemany(sql.replace("%s", "?"), rows)
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
 
 
 def _fence(

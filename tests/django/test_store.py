@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import OperationalError, connection, connections
+from django.db import IntegrityError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
@@ -180,6 +180,30 @@ def test_an_append_whose_messages_cannot_be_written_leaves_the_run_as_it_was() -
     assert (run.step_index, run.message_count) == (1, len(steps[1]))
     assert RunMessage.objects.filter(run=run).count() == len(steps[1])
     assert not connection.in_atomic_block
+    store.save(make_checkpoint("run-torn", 2, messages=steps[2]))  # usable again
+    assert RunMessage.objects.filter(run=run).count() == len(steps[2])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_refused_by_a_constraint_leaves_the_run_as_it_was() -> None:
+    """The same on SQLite's own cursor (nothing watches the statements here): a stray
+    row where the append's last message goes makes its INSERT fail after the run row's
+    UPDATE ran, and the UPDATE is rolled back with it."""
+    store = DjangoSessionStore()
+    steps = dict(histories(2))
+    store.save(make_checkpoint("run-torn", 1, messages=steps[1]))
+    run = Run.objects.get(run_id="run-torn")
+    stray = RunMessage.objects.create(
+        run=run, index=len(steps[2]) - 1, role="user", data="{}", digest=""
+    )
+    with pytest.raises(IntegrityError):
+        store.save(make_checkpoint("run-torn", 2, messages=steps[2]))
+    run.refresh_from_db()
+    assert (run.step_index, run.message_count) == (1, len(steps[1]))
+    stored = RunMessage.objects.filter(run=run).values_list("index", flat=True)
+    assert sorted(stored) == [*range(len(steps[1])), stray.index]
+    assert not connection.in_atomic_block
+    stray.delete()
     store.save(make_checkpoint("run-torn", 2, messages=steps[2]))  # usable again
     assert RunMessage.objects.filter(run=run).count() == len(steps[2])
 
