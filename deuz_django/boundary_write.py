@@ -14,8 +14,10 @@ the caller falls back to the ORM's general path, which decides what happened:
     SELECT count(*) FROM run
 
 A CTE that modifies data is PostgreSQL's alone; on SQLite the same conditional
-statements run in one transaction (calls into the library in-process, no network round
-trips). The turn's ``INSERT … ON CONFLICT … RETURNING`` needs SQLite 3.35.
+statements run in one ``BEGIN IMMEDIATE`` … ``COMMIT`` (calls into the library
+in-process, no network round trips), without ``atomic()`` or Django's cursor wrapper,
+which cost more than the statements. The turn's ``INSERT … ON CONFLICT … RETURNING``
+needs SQLite 3.35.
 
 On PostgreSQL both statements are bound on the server and prepared on their first use
 when the connection allows prepared statements: parsing and planning the CTE is about a
@@ -78,7 +80,9 @@ def append(
         sql = (
             f"WITH run AS ({update} RETURNING id), "
             f"added AS ({insert} SELECT run.id, m.* FROM run, "
-            "unnest(%s::integer[], %s::text[], %s::text[], %s::text[]) AS m) "
+            # Arrays sent in binary (%b): as text each ~1 KB message would be escaped
+            # in Python, ~60 µs a save against ~15 µs.
+            "unnest(%b::integer[], %b::text[], %b::text[], %b::text[]) AS m) "
             "SELECT count(*) FROM run"
         )
         with _prepared_cursor(db) as cursor:
