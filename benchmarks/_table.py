@@ -15,7 +15,10 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 Row = Mapping[str, object]
@@ -45,6 +48,32 @@ def worker_json(script: str, *args: str) -> Any:
     if process.returncode != 0:
         raise RuntimeError(f"worker {' '.join(args)} failed:\n{process.stderr}")
     return json.loads(process.stdout.splitlines()[-1])
+
+
+@contextmanager
+def code_at(revision: str | None) -> Iterator[Path | None]:
+    """The package as of git ``revision``, extracted into a scratch directory (for a
+    ``--baseline`` measured in the same run as the current code)."""
+    if revision is None:
+        yield None
+        return
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "archive",
+                revision,
+                "deuz_django",
+                "example_project",
+            ],
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        yield Path(tmp)
 
 
 def median(values: Sequence[float]) -> float:

@@ -18,7 +18,9 @@ SQLite (the embedded default: WAL) and PostgreSQL:
 
 ``--baseline REV`` runs the same measurement on the package as of git revision ``REV``
 (extracted with ``git archive``), its runs interleaved with the current code's, so old
-and new figures come from one run.
+and new figures come from one run. The database is connected to as the example project
+does (psycopg's ``prepare_threshold`` set); on PostgreSQL the current code also runs with
+Django's default, prepared statements off.
 
     python benchmarks/boundary_cost.py [--json] [--baseline REV]
 
@@ -34,18 +36,16 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from _table import report, worker_json
+from _table import code_at, report, worker_json
 from store_save import checkpoint, configure_django, histories
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +60,7 @@ TARGET = (
     "one round trip per checkpoint save on PostgreSQL; save p50 ≤ LangGraph "
     "PostgresSaver at step 10 and ≤ 2× the raw append at steps 10 and 1000"
 )
+UNPREPARED = "current, prepare_threshold=None (Django's default)"
 PG = os.environ.get("DEUZ_BENCH_PG", "postgres://postgres@127.0.0.1:5432/deuz_save")
 
 
@@ -223,8 +224,8 @@ def windows(times: dict[int, float]) -> dict[str, list[float]]:
     }
 
 
-def run_worker(url: str, raw: bool) -> dict[str, Any]:
-    configure_django(url)
+def run_worker(url: str, raw: bool, prepared: bool) -> dict[str, Any]:
+    configure_django(url, prepared=prepared)
     history = histories(STEPS + 1)
     measure_leg(history, WARM_UP)  # a fresh connection and process: warm them up
     out = {"leg": measure_leg(history)}
@@ -298,30 +299,6 @@ def worker(url: str, code: Path, *flags: str) -> dict[str, Any]:
         __file__, "--worker", url, "--code", str(code), *flags
     )
     return result
-
-
-@contextmanager
-def code_at(revision: str | None) -> Iterator[Path | None]:
-    """The package as of ``revision``, extracted into a scratch directory."""
-    if revision is None:
-        yield None
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(ROOT),
-                "archive",
-                revision,
-                "deuz_django",
-                "example_project",
-            ],
-            capture_output=True,
-            check=True,
-        )
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        yield Path(tmp)
 
 
 def postgres_reachable() -> bool:
@@ -416,13 +393,14 @@ def main() -> None:
     parser.add_argument("--code", help=argparse.SUPPRESS)
     parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--langgraph", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--unprepared", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         sys.path.insert(0, args.code)
         if args.langgraph:
             print(json.dumps(measure_langgraph(args.worker)))
         else:
-            print(json.dumps(run_worker(args.worker, args.raw)))
+            print(json.dumps(run_worker(args.worker, args.raw, not args.unprepared)))
         return
 
     backends: list[tuple[str, str]] = []
@@ -430,16 +408,19 @@ def main() -> None:
         backends.append(("SQLite", f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"))
         if postgres_reachable():
             backends.append(("PostgreSQL", PG))
-        variants = {"current": ROOT}
+        variants: dict[str, tuple[Path, list[str]]] = {"current": (ROOT, ["--raw"])}
         if old is not None:
-            variants = {f"at {args.baseline}": old, **variants}
+            variants = {f"at {args.baseline}": (old, []), **variants}
         legs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         floors: dict[str, list[dict[str, Any]]] = {}
         puts: list[dict[str, Any]] = []
         for backend, url in backends:
+            for_backend = dict(variants)
+            if backend == "PostgreSQL":
+                for_backend[UNPREPARED] = (ROOT, ["--unprepared"])
             for _ in range(RUNS):
-                for variant, code in variants.items():
-                    result = worker(url, code, *(["--raw"] if code == ROOT else []))
+                for variant, (code, flags) in for_backend.items():
+                    result = worker(url, code, *flags)
                     legs.setdefault((variant, backend), []).append(result["leg"])
                     if "raw" in result:
                         floors.setdefault(backend, []).append(result["raw"])
@@ -451,7 +432,7 @@ def main() -> None:
     for backend, _ in backends:
         floor = merge(floors[backend])
         versus = langgraph if backend == "PostgreSQL" else None
-        for variant in variants:
+        for variant in [v for v, b in legs if b == backend]:
             name = f"{variant}, {backend}"
             table += rows(name, merge(legs[(variant, backend)]), floor, versus)
         table += rows(f"raw append, {backend}", floor, floor, versus)

@@ -19,7 +19,10 @@ depends only on the history's length; a continuous 1000-step LangGraph run would
 ~1 GB). Each database backend runs in its own subprocess (Django settings are per
 process); PostgreSQL gets a scratch database, dropped afterwards.
 
-    python benchmarks/store_save.py [--json]
+``--baseline REV`` also measures the Django store's saves as of git revision ``REV``
+(extracted with ``git archive``) in the same run, right after the current code's.
+
+    python benchmarks/store_save.py [--json] [--baseline REV]
 
 ``DEUZ_BENCH_PG`` (default ``postgres://postgres@127.0.0.1:5432/postgres``) names the
 server; without one reachable the PostgreSQL rows are left out.
@@ -43,7 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
-from _table import median_ratio, report, worker_json
+from _table import code_at, median_ratio, report, worker_json
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -129,19 +132,24 @@ def at_steps(runs: list[dict[int, float]]) -> dict[str, float | None]:
 # -- one database backend, in its own process --------------------------------------------------
 
 
-def configure_django(url: str) -> None:
+def configure_django(url: str, *, prepared: bool = True) -> None:
+    """Django on the database at ``url``, as the example project connects to it;
+    ``prepared=False``: with Django's default ``prepare_threshold=None`` instead."""
     import django
     from django.conf import settings
 
     from example_project.settings import database_from_url
 
+    database = database_from_url(url)
+    if not prepared:
+        database["OPTIONS"] = {**database.get("OPTIONS", {}), "prepare_threshold": None}
     settings.configure(
         INSTALLED_APPS=[
             "django.contrib.auth",
             "django.contrib.contenttypes",
             "deuz_django",
         ],
-        DATABASES={"default": database_from_url(url)},
+        DATABASES={"default": database},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,
         DEUZ={},
@@ -224,7 +232,9 @@ def database_bytes() -> int:
         return int(cursor.fetchone()[0])
 
 
-def measure_backend(url: str) -> dict[str, Any]:
+def measure_backend(url: str, delta_only: bool) -> dict[str, Any]:
+    """All figures for one database; ``delta_only``: the Django store's saves alone (for
+    a ``--baseline`` revision)."""
     configure_django(url)
     from deuz_django.store import DjangoSessionStore
 
@@ -241,6 +251,8 @@ def measure_backend(url: str) -> dict[str, Any]:
 
     for round_ in range(RUNS):
         delta.append(delta_run(STEPS, f"delta-{round_}"))
+        if delta_only:
+            continue
         full.append(
             timed_saves(
                 FullSnapshotStore(),
@@ -254,6 +266,8 @@ def measure_backend(url: str) -> dict[str, Any]:
         full.append(
             timed_saves(late, run_id, history, range(STEPS - WINDOW + 1, STEPS + 1))
         )
+    if delta_only:
+        return {"delta": at_steps(delta)}
     delta_run(LOOP_STEPS, "delta-200")
     return {
         "delta": at_steps(delta),
@@ -384,8 +398,11 @@ def measure_langgraph(url: str) -> dict[str, Any]:
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def worker(url: str) -> dict[str, Any]:
-    result: dict[str, Any] = worker_json(__file__, "--worker", url)
+def worker(url: str, baseline: Path | None = None) -> dict[str, Any]:
+    """``measure_backend`` in a fresh process: the current package's, or the delta
+    saves alone of the ``baseline`` revision's package."""
+    flags = ["--code", str(baseline)] if baseline else []
+    result: dict[str, Any] = worker_json(__file__, "--worker", url, *flags)
     return result
 
 
@@ -422,28 +439,42 @@ def growth(row: dict[str, float | None]) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON line")
+    parser.add_argument(
+        "--baseline", help="also measure the Django store at this git revision"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--code", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(measure_backend(args.worker)))
+        if args.code:
+            sys.path.insert(0, args.code)
+        print(json.dumps(measure_backend(args.worker, delta_only=bool(args.code))))
         return
 
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        results["SQLite"] = worker(f"sqlite:///{Path(tmp) / 'bench.sqlite3'}")
+    baselines: dict[str, dict[str, Any]] = {}
     langgraph: dict[str, Any] | None = None
-    with scratch_postgres() as url:
-        if url is not None:
-            results["PostgreSQL"] = worker(url)
-            langgraph = measure_langgraph(url)
+    with code_at(args.baseline) as old:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+            results["SQLite"] = worker(url)
+            if old is not None:
+                baselines["SQLite"] = worker(url, old)
+        with scratch_postgres() as url:
+            if url is not None:
+                results["PostgreSQL"] = worker(url)
+                if old is not None:
+                    baselines["PostgreSQL"] = worker(url, old)
+                langgraph = measure_langgraph(url)
 
     saves: list[dict[str, object]] = []
     for backend, result in results.items():
-        for key, label in (
-            ("delta", "Django store (delta)"),
-            ("full", "full snapshot"),
-        ):
-            row = result[key]
+        versions = [(result, "delta", "Django store (delta)")]
+        if backend in baselines:
+            label = f"Django store (delta) at {args.baseline}"
+            versions.append((baselines[backend], "delta", label))
+        for figures, key, label in [*versions, (result, "full", "full snapshot")]:
+            row = figures[key]
             saves.append(
                 {
                     "store": f"{label}, {backend}",

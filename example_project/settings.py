@@ -95,6 +95,10 @@ def database_from_url(url: str) -> dict[str, Any]:
             "PASSWORD": unquote(parsed.password or ""),
             "HOST": parsed.hostname or "",
             "PORT": str(parsed.port or ""),
+            # Django turns psycopg's prepared statements off for transaction-pooling
+            # PgBouncer; with none in between, the checkpoint save is prepared once
+            # per connection (deuz_django/boundary_write.py).
+            "OPTIONS": {"prepare_threshold": 5},
         }
     raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r}")
 

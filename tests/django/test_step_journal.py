@@ -59,7 +59,11 @@ def test_a_step_writes_one_row_per_turn_and_one_statement_per_start_and_outcome(
             journal.record_start("run-1", 1, call)
         for call in ("b", "c"):
             journal.record_outcome("run-1", 1, call, "ok", False)
-    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries]
+    # A statement bound on the server (PostgreSQL's turn) is logged "QUERY = '…' …".
+    statements = [
+        q["sql"].removeprefix("QUERY = '").split()[0].upper()
+        for q in queries.captured_queries
+    ]
     work = [
         s for s in statements if s in {"WITH", "INSERT", "UPDATE", "DELETE", "SELECT"}
     ]

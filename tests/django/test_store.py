@@ -3,21 +3,25 @@ cost flat as the history grows (DESIGN §4, §6)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import IntegrityError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.core.durable.codec import deserialize_checkpoint, serialize_checkpoint
 from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
+from deuz_django.leases import acquire
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
 
@@ -109,6 +113,99 @@ def test_a_save_writes_the_run_row_and_only_the_new_messages_at_any_length() -> 
             ("INSERT", "deuz_django_runmessage"),
         ]
     )
+
+
+def round_trips(write: Callable[[], object]) -> int:
+    """Request/response cycles ``write`` makes on PostgreSQL, from libpq's trace: one
+    each time the traffic turns from the client's messages to the server's."""
+    from psycopg.pq import Trace  # the postgres extra
+
+    raw = connection.connection
+    with tempfile.TemporaryFile() as trace:
+        raw.pgconn.trace(trace.fileno())
+        raw.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            write()
+        finally:
+            raw.pgconn.untrace()
+        trace.seek(0)
+        directions = [line[:1] for line in trace.read().decode().splitlines()]
+    return sum(
+        1
+        for before, now in itertools.pairwise(directions)
+        if (before, now) == ("F", "B")
+    )
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="round trips over the network"
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_save_under_a_lease_is_one_round_trip_once_prepared() -> None:
+    """Checkpoint and new messages in one round trip (issue #14 item 4): the run row's
+    conditional update and the messages' insert are one prepared statement."""
+    Run.objects.create(run_id="run-rt", agent="demo")
+    store = DjangoSessionStore(lease=acquire("run-rt"))
+    counted = []
+    for step, history in histories(4):
+        checkpoint = make_checkpoint("run-rt", step, messages=history)
+        counted.append(round_trips(partial(store.save, checkpoint)))
+    # The first save reads the stored history; the first append also prepares its
+    # statement on this connection (one more round trip, once).
+    assert counted[2:] == [1, 1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_whose_messages_cannot_be_written_leaves_the_run_as_it_was() -> None:
+    """The append's run row and new messages commit together or not at all (one
+    statement on PostgreSQL, ``BEGIN IMMEDIATE`` … ``COMMIT`` on SQLite), outside any
+    enclosing transaction as a leg runs."""
+    store = DjangoSessionStore()
+    steps = dict(histories(2))
+    store.save(make_checkpoint("run-torn", 1, messages=steps[1]))
+
+    def refuse_messages(
+        execute: Any, sql: str, params: Any, many: bool, context: Any
+    ) -> Any:
+        if 'INSERT INTO "deuz_django_runmessage"' in sql:
+            raise OperationalError("disk full")
+        return execute(sql, params, many, context)
+
+    with (
+        connection.execute_wrapper(refuse_messages),
+        pytest.raises(OperationalError, match="disk full"),
+    ):
+        store.save(make_checkpoint("run-torn", 2, messages=steps[2]))
+    run = Run.objects.get(run_id="run-torn")
+    assert (run.step_index, run.message_count) == (1, len(steps[1]))
+    assert RunMessage.objects.filter(run=run).count() == len(steps[1])
+    assert not connection.in_atomic_block
+    store.save(make_checkpoint("run-torn", 2, messages=steps[2]))  # usable again
+    assert RunMessage.objects.filter(run=run).count() == len(steps[2])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_refused_by_a_constraint_leaves_the_run_as_it_was() -> None:
+    """The same on SQLite's own cursor (nothing watches the statements here): a stray
+    row where the append's last message goes makes its INSERT fail after the run row's
+    UPDATE ran, and the UPDATE is rolled back with it."""
+    store = DjangoSessionStore()
+    steps = dict(histories(2))
+    store.save(make_checkpoint("run-torn", 1, messages=steps[1]))
+    run = Run.objects.get(run_id="run-torn")
+    stray = RunMessage.objects.create(
+        run=run, index=len(steps[2]) - 1, role="user", data="{}", digest=""
+    )
+    with pytest.raises(IntegrityError):
+        store.save(make_checkpoint("run-torn", 2, messages=steps[2]))
+    run.refresh_from_db()
+    assert (run.step_index, run.message_count) == (1, len(steps[1]))
+    stored = RunMessage.objects.filter(run=run).values_list("index", flat=True)
+    assert sorted(stored) == [*range(len(steps[1])), stray.index]
+    assert not connection.in_atomic_block
+    stray.delete()
+    store.save(make_checkpoint("run-torn", 2, messages=steps[2]))  # usable again
+    assert RunMessage.objects.filter(run=run).count() == len(steps[2])
 
 
 @pytest.mark.django_db
