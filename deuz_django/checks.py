@@ -6,6 +6,8 @@ deuz_django.E003  an agent in DEUZ["AGENTS"] cannot be imported or is not an Age
 deuz_django.E004  the ASGI application routes the deuz consumer but no CHANNEL_LAYERS is
                   configured
 deuz_django.E005  the default task backend cannot run the resume task
+deuz_django.E006  a PostgreSQL database is reached through psycopg2: the checkpoint save
+                  needs psycopg 3
 deuz_django.E020  DEUZ["NOTIFIERS"] is not a list, or an entry has no importable BACKEND
 deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL, ...)
 deuz_django.E022  a webhook notifier's SECRET is missing or shorter than 32 characters
@@ -157,6 +159,29 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return []
 
 
+def check_database_driver(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from django.db import connections
+
+    errors = []
+    for alias in connections:
+        if connections[alias].vendor != "postgresql":
+            continue
+        from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+        if not is_psycopg3:
+            errors.append(
+                Error(
+                    f"DATABASES[{alias!r}] reaches PostgreSQL through psycopg2; "
+                    "deuz_django's checkpoint save binds its arrays in binary and "
+                    "needs psycopg 3.",
+                    hint="pip install 'deuz-django[postgres]' (psycopg 3); Django "
+                    "prefers it over psycopg2 when both are installed.",
+                    id="deuz_django.E006",
+                )
+            )
+    return errors
+
+
 def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from .notifiers import NotifierConfigError, entries, load_notifier
 
@@ -246,6 +271,7 @@ ALL = (
     check_agents,
     check_channel_layer,
     check_task_backend,
+    check_database_driver,
     check_notifiers,
     check_deadlines,
 )

@@ -151,3 +151,25 @@ def test_the_database_task_backend_can_run_the_resume_task() -> None:
         TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     ):
         assert checks.check_task_backend() == []
+
+
+@pytest.mark.parametrize(
+    ("vendor", "psycopg3", "expected"),
+    [
+        ("postgresql", False, ["deuz_django.E006"]),
+        ("postgresql", True, []),
+        ("sqlite", False, []),
+    ],
+    ids=["postgresql-psycopg2", "postgresql-psycopg3", "sqlite"],
+)
+def test_postgresql_through_psycopg2_is_e006(
+    monkeypatch: pytest.MonkeyPatch, vendor: str, psycopg3: bool, expected: list[str]
+) -> None:
+    import django.db
+    from django.db.backends.postgresql import psycopg_any
+
+    monkeypatch.setattr(
+        django.db, "connections", {"default": types.SimpleNamespace(vendor=vendor)}
+    )
+    monkeypatch.setattr(psycopg_any, "is_psycopg3", psycopg3)
+    assert ids(checks.check_database_driver()) == expected
