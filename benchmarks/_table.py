@@ -15,10 +15,14 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 Row = Mapping[str, object]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def interleaved(
@@ -45,6 +49,25 @@ def worker_json(script: str, *args: str) -> Any:
     if process.returncode != 0:
         raise RuntimeError(f"worker {' '.join(args)} failed:\n{process.stderr}")
     return json.loads(process.stdout.splitlines()[-1])
+
+
+@contextmanager
+def code_at(
+    revision: str | None, paths: Sequence[str] = ("deuz_django", "example_project")
+) -> Iterator[Path | None]:
+    """``paths`` of the repository as of ``revision``, extracted into a scratch directory
+    (``None`` when no revision is asked for): old code to measure beside the current."""
+    if revision is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", revision, *paths],
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        yield Path(tmp)
 
 
 def median(values: Sequence[float]) -> float:

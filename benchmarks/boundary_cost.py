@@ -34,18 +34,16 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from _table import report, worker_json
+from _table import code_at, report, worker_json
 from store_save import checkpoint, configure_django, histories
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,30 +296,6 @@ def worker(url: str, code: Path, *flags: str) -> dict[str, Any]:
         __file__, "--worker", url, "--code", str(code), *flags
     )
     return result
-
-
-@contextmanager
-def code_at(revision: str | None) -> Iterator[Path | None]:
-    """The package as of ``revision``, extracted into a scratch directory."""
-    if revision is None:
-        yield None
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(ROOT),
-                "archive",
-                revision,
-                "deuz_django",
-                "example_project",
-            ],
-            capture_output=True,
-            check=True,
-        )
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-        yield Path(tmp)
 
 
 def postgres_reachable() -> bool:
