@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 Row = Mapping[str, object]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def interleaved(
@@ -51,24 +52,17 @@ def worker_json(script: str, *args: str) -> Any:
 
 
 @contextmanager
-def code_at(revision: str | None) -> Iterator[Path | None]:
-    """The package as of git ``revision``, extracted into a scratch directory (for a
-    ``--baseline`` measured in the same run as the current code)."""
+def code_at(
+    revision: str | None, paths: Sequence[str] = ("deuz_django", "example_project")
+) -> Iterator[Path | None]:
+    """``paths`` of the repository as of ``revision``, extracted into a scratch directory
+    (``None`` when no revision is asked for): old code to measure beside the current."""
     if revision is None:
         yield None
         return
-    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(root),
-                "archive",
-                revision,
-                "deuz_django",
-                "example_project",
-            ],
+            ["git", "-C", str(ROOT), "archive", revision, *paths],
             capture_output=True,
             check=True,
         )

@@ -7,21 +7,31 @@ Against a real daphne process on this host (SQLite file DB, in-memory channel la
    and the parts lost (must be 0);
 2. time to first part: a client subscribing to a finished run until its first replayed
    frame, and ``start`` until the run's first part;
-3. how many runs one daphne process streams at once at 50 parts/second each, every part
-   delivered and the runs finishing within 25 % of their nominal length.
+3. how many runs one daphne process streams at once at 50 parts/second each (50 to 300),
+   every part delivered and the runs finishing within 10 % of their nominal length.
 
-Run: .venv/bin/python benchmarks/ws_stream.py [--json] [--quick]
+Each row gives the daphne process's CPU time (user + system, from ``/proc``) per delivered
+part; for concurrent runs also with each run's own costs (start, tool step, checkpoints,
+release — measured on runs of one part) taken out, which is what streaming costs.
+``--baseline REV`` runs the journal variant also on the code as of git revision REV, in
+its own daphne, interleaved with the current code's rounds.
+
+Run: .venv/bin/python benchmarks/ws_stream.py [--json] [--quick] [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,21 +39,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from benchmarks._table import report
+from benchmarks._table import ROOT, code_at, median, report
 from tests.live_site import LiveSite, free_port, wait_for_port
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# What a daphne of an older revision imports from that revision: the package, the settings
+# and agents of the test site, and the benchmark's ASGI app.
+OLD_TREE = ("deuz_django", "example_project", "tests", "benchmarks/ws_app.py")
+
 TARGET = (
-    "journal ≥ 0.5x the bare consumer's parts/s with 0 parts lost; p95 time to first "
-    "replayed part < 10 ms; ≥ 100 concurrent runs at 50 parts/s in one daphne process"
+    "≤ 60 µs of server CPU per streamed part; 300 concurrent runs at 50 parts/s "
+    "sustained in one daphne process; 0 parts lost; p95 time to first replayed part "
+    "< 10 ms"
 )
 
 
 class Server:
-    """daphne serving benchmarks.ws_app for a LiveSite."""
+    """daphne serving benchmarks.ws_app for a LiveSite — the current code, or the code
+    extracted from an older revision (``code``, from ``code_at``)."""
 
-    def __init__(self, site: LiveSite) -> None:
+    def __init__(self, site: LiveSite, code: Path | None = None) -> None:
         import subprocess
 
+        env, cwd = site.env, ROOT
+        if code is not None:
+            # daphne puts its working directory first on sys.path: run it from the old
+            # tree, and put that tree first for everything it imports too.
+            cwd = code
+            env = {**env, "PYTHONPATH": f"{code}:{env.get('PYTHONPATH', '')}"}
         self.port = free_port()
         self.process = subprocess.Popen(
             [
@@ -54,13 +77,19 @@ class Server:
                 str(self.port),
                 "benchmarks.ws_app:application",
             ],
-            cwd=Path(__file__).resolve().parent.parent,
-            env=site.env,
+            cwd=cwd,
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         wait_for_port(self.port, self.process)
         self.url = f"ws://127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the daphne process has used so far (``/proc``)."""
+        stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
     def stop(self) -> None:
         self.process.terminate()
@@ -116,12 +145,20 @@ async def started(ws: ClientConnection) -> str:
     raise RuntimeError("no started frame")
 
 
-async def through_journal(
-    server: Server, cookie: str, clients: int
-) -> tuple[float, int, int]:
-    """parts/s summed over clients, parts expected per client, parts lost in total."""
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One measured round: parts/s summed over clients, parts per client, parts lost, and
+    the server's CPU time per delivered part."""
+
+    rate: float
+    expected: int
+    lost: int
+    cpu_us: float
+
+
+async def through_journal(server: Server, cookie: str, clients: int) -> Round:
     sockets = [await open_ws(server, "/ws/deuz/", cookie) for _ in range(clients)]
-    t0 = time.perf_counter()
+    cpu0, t0 = server.cpu_seconds(), time.perf_counter()
     await sockets[0].send(
         json.dumps({"type": "start", "agent": "streamer", "text": "go"})
     )
@@ -129,27 +166,35 @@ async def through_journal(
     for ws in sockets[1:]:
         await ws.send(json.dumps({"type": "subscribe", "runId": run_id, "lastSeq": -1}))
     results = await asyncio.gather(*(drain(ws) for ws in sockets))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
     for ws in sockets:
         await ws.close()
     expected = max(max(seqs) for seqs, _ in results) + 1
-    lost = sum(expected - len(seqs) for seqs, _ in results)
-    return expected * clients / elapsed, expected, lost
+    delivered = sum(len(seqs) for seqs, _ in results)
+    return Round(
+        expected * clients / elapsed,
+        expected,
+        expected * clients - delivered,
+        cpu / delivered * 1e6,
+    )
 
 
-async def bare(
-    server: Server, cookie: str, clients: int, count: int
-) -> tuple[float, int]:
-    t0 = time.perf_counter()
+async def bare(server: Server, cookie: str, clients: int, count: int) -> Round:
     sockets = [
         await open_ws(server, f"/ws/bare/?n={count}", cookie) for _ in range(clients)
     ]
+    cpu0, t0 = server.cpu_seconds(), time.perf_counter()
     results = await asyncio.gather(*(drain(ws) for ws in sockets))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
     for ws in sockets:
         await ws.close()
-    lost = sum(count + 1 - len(seqs) for seqs, _ in results)
-    return (count + 1) * clients / elapsed, lost
+    delivered = sum(len(seqs) for seqs, _ in results)
+    return Round(
+        (count + 1) * clients / elapsed,
+        count + 1,
+        (count + 1) * clients - delivered,
+        cpu / delivered * 1e6,
+    )
 
 
 async def first_part_latencies(
@@ -187,7 +232,8 @@ async def concurrent_runs(
     """``runs`` runs each streaming 50 parts/s for ``seconds``, one client per run, started
     over ``ramp`` seconds (not all in one instant: a thundering herd of starts measures the
     start path, not streaming). Sustained: every part arrives and each run's stream — first
-    part to last — takes at most 10 % longer than the model takes to produce it."""
+    part to last — takes at most 10 % longer than the model takes to produce it. The
+    server's CPU per part includes each run's start (run row, lease, tool step)."""
     sockets = [await open_ws(server, "/ws/deuz/", cookie) for _ in range(runs)]
 
     async def one(index: int, ws: ClientConnection) -> tuple[int, int, float]:
@@ -198,21 +244,22 @@ async def concurrent_runs(
         assert first is not None
         return len(seqs), max(seqs) + 1, time.perf_counter() - first
 
-    t0 = time.perf_counter()
+    cpu0, t0 = server.cpu_seconds(), time.perf_counter()
     results = await asyncio.gather(*(one(i, ws) for i, ws in enumerate(sockets)))
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
     for ws in sockets:
         await ws.close()
     streams = [d for _, _, d in results]
-    p95 = statistics.quantiles(streams, n=20)[-1] if runs > 1 else streams[0]
-    lost = sum(expected - got for got, expected, _ in results)
+    delivered = sum(got for got, _, _ in results)
     return {
-        "runs": runs,
-        "parts/s delivered": sum(got for got, _, _ in results) / elapsed,
-        "p95 stream seconds": p95,
-        "model seconds": seconds,
-        "lost": lost,
-        "sustained": lost == 0 and p95 <= seconds * 1.1,
+        "parts/s": delivered / elapsed,
+        "server µs/part": cpu / delivered * 1e6,
+        "p95 stream s": statistics.quantiles(streams, n=20)[-1]
+        if runs > 1
+        else streams[0],
+        "lost": sum(expected - got for got, expected, _ in results),
+        "parts/run": delivered / runs,
+        "server ms/run": cpu / runs * 1000,
     }
 
 
@@ -227,85 +274,136 @@ def site_for(tmp: Path, chunks: int, delay: float) -> LiveSite:
     )
 
 
-async def main(quick: bool) -> dict[str, list[dict[str, Any]]]:
+@contextlib.asynccontextmanager
+async def servers(
+    tmp: Path, name: str, variants: dict[str, Path | None], chunks: int, delay: float
+) -> AsyncIterator[dict[str, tuple[Server, str]]]:
+    """A site and a daphne per variant (name → code, ``None`` for the current code), all
+    up at once so their rounds can interleave; each with a signed-in cookie."""
+    up: dict[str, tuple[Server, str]] = {}
+    sites = []
+    try:
+        for variant, code in variants.items():
+            site = site_for(tmp / f"{name}-{len(sites)}", chunks, delay)
+            sites.append(site)
+            up[variant] = (Server(site, code), site.user("bench"))
+        yield up
+    finally:
+        for server, _ in up.values():
+            server.stop()
+        for site in sites:
+            site.close()
+
+
+async def main(quick: bool, baseline: str | None) -> dict[str, list[dict[str, Any]]]:
     chunks = 2000 if quick else 5000
     repeats = 2 if quick else 3
     tables: dict[str, list[dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        site = site_for(Path(tmp) / "a", chunks, 0.0)
-        server = Server(site)
-        cookie = site.user("bench")
-        try:
-            rows = []
+    with tempfile.TemporaryDirectory() as scratch, code_at(baseline, OLD_TREE) as old:
+        tmp = Path(scratch)
+        variants: dict[str, Path | None] = {"journal": None}
+        if old is not None:
+            variants = {f"journal @{baseline}": old, **variants}
+
+        async with servers(tmp, "a", variants, chunks, 0.0) as up:
+            bare_server, bare_cookie = up["journal"]
             # A warm-up round of each, not counted: the first legs of a fresh daphne pay
             # for imports, connections and caches, which is not what is compared.
-            _, warm_parts, _ = await through_journal(server, cookie, 1)
-            await bare(server, cookie, 1, warm_parts - 1)
+            for server, cookie in up.values():
+                warm = await through_journal(server, cookie, 1)
+            await bare(bare_server, bare_cookie, 1, warm.expected - 1)
+            rows = []
             for clients in (1, 20):
-                journal_rates, bare_rates, lost_j, lost_b = [], [], 0, 0
+                rounds: dict[str, list[Round]] = {name: [] for name in [*up, "bare"]}
                 for _ in range(repeats):
-                    rate, expected, lost = await through_journal(
-                        server, cookie, clients
+                    for name, (server, cookie) in up.items():
+                        rounds[name].append(
+                            await through_journal(server, cookie, clients)
+                        )
+                    expected = rounds["journal"][-1].expected
+                    rounds["bare"].append(
+                        await bare(bare_server, bare_cookie, clients, expected - 1)
                     )
-                    journal_rates.append(rate)
-                    lost_j += lost
-                    rate_b, lost = await bare(server, cookie, clients, expected - 1)
-                    bare_rates.append(rate_b)
-                    lost_b += lost
-                ratio = statistics.median(
-                    j / b for j, b in zip(journal_rates, bare_rates, strict=True)
-                )
-                rows.append(
-                    {
-                        "clients": str(clients),
-                        "parts/run": expected,
-                        "journal parts/s": statistics.median(journal_rates),
-                        "bare parts/s": statistics.median(bare_rates),
-                        "journal/bare": ratio,
-                        "lost (journal)": lost_j,
-                        "lost (bare)": lost_b,
-                    }
-                )
+                for name, measured in rounds.items():
+                    rows.append(
+                        {
+                            "clients": str(clients),
+                            "variant": name,
+                            "parts/run": measured[-1].expected,
+                            "parts/s": median([r.rate for r in measured]),
+                            "server µs/part": median([r.cpu_us for r in measured]),
+                            "lost": sum(r.lost for r in measured),
+                        }
+                    )
             tables["parts/second to 1 and 20 clients"] = rows
-        finally:
-            server.stop()
-            site.close()
 
-        site = site_for(Path(tmp) / "b", 50, 0.0)
-        server = Server(site)
-        cookie = site.user("bench")
-        try:
-            replay, live = await first_part_latencies(
-                server, cookie, 20 if quick else 60
-            )
-            tables["time to first part (ms)"] = [
-                {
-                    "measure": "subscribe → first replayed part",
-                    "p50": statistics.median(replay),
-                    "p95": statistics.quantiles(replay, n=20)[-1],
-                },
-                {
-                    "measure": "start → first part of a new run",
-                    "p50": statistics.median(live),
-                    "p95": statistics.quantiles(live, n=20)[-1],
-                },
-            ]
-        finally:
-            server.stop()
-            site.close()
+        async with servers(tmp, "b", variants, 50, 0.0) as up:
+            rows = []
+            for name, (server, cookie) in up.items():
+                replay, live = await first_part_latencies(
+                    server, cookie, 20 if quick else 60
+                )
+                for measure, samples in (
+                    ("subscribe → first replayed part", replay),
+                    ("start → first part of a new run", live),
+                ):
+                    rows.append(
+                        {
+                            "measure": measure,
+                            "variant": name,
+                            "p50": median(samples),
+                            "p95": statistics.quantiles(samples, n=20)[-1],
+                        }
+                    )
+            tables["time to first part (ms)"] = rows
+
+        # What a run costs besides its stream (start, lease, tool step, checkpoints,
+        # release): runs that answer with one part, so streaming's share can be told.
+        lifecycle: dict[str, float] = {}
+        async with servers(tmp, "d", variants, 1, 0.0) as up:
+            for name, (server, cookie) in up.items():
+                await concurrent_runs(server, cookie, 20, 0.02)  # warm-up
+                lifecycle[name] = median(
+                    [
+                        (await concurrent_runs(server, cookie, 150, 0.02))[
+                            "server ms/run"
+                        ]
+                        for _ in range(repeats)
+                    ]
+                )
 
         seconds = 4.0 if quick else 8.0
-        site = site_for(Path(tmp) / "c", int(seconds * 50), 0.02)
-        server = Server(site)
-        cookie = site.user("bench")
-        try:
+        async with servers(tmp, "c", variants, int(seconds * 50), 0.02) as up:
             rows = []
-            for runs in (50, 100) if quick else (50, 100, 150):
-                rows.append(await concurrent_runs(server, cookie, runs, seconds))
-            tables["concurrent runs at 50 parts/s each (one daphne)"] = rows
-        finally:
-            server.stop()
-            site.close()
+            for runs in (50, 100, 150, 300):
+                measured: dict[str, list[dict[str, Any]]] = {name: [] for name in up}
+                for _ in range(1 if quick else repeats):
+                    for name, (server, cookie) in up.items():
+                        measured[name].append(
+                            await concurrent_runs(server, cookie, runs, seconds)
+                        )
+                for name, results in measured.items():
+                    row: dict[str, Any] = {"runs": str(runs), "variant": name}
+                    for figure in ("parts/s", "server µs/part", "p95 stream s"):
+                        row[figure] = median([r[figure] for r in results])
+                    per_run = median([r["parts/run"] for r in results])
+                    row["µs/part less run costs"] = (
+                        row["server µs/part"] - lifecycle[name] * 1000 / per_run
+                    )
+                    row["lost"] = sum(r["lost"] for r in results)
+                    row["sustained"] = (
+                        "yes"
+                        if row["lost"] == 0 and row["p95 stream s"] <= seconds * 1.1
+                        else "no"
+                    )
+                    rows.append(row)
+            tables[
+                f"concurrent runs at 50 parts/s each, one client each, one daphne "
+                f"(model: {seconds:.0f} s a stream)"
+            ] = rows
+            tables["a run's costs besides its stream (150 runs of one part)"] = [
+                {"variant": name, "server ms/run": ms} for name, ms in lifecycle.items()
+            ]
     return tables
 
 
@@ -313,5 +411,15 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quick", action="store_true", help="fewer parts and repeats")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the journal variant on the code as of git revision REV",
+    )
     args = parser.parse_args()
-    report("ws_stream", asyncio.run(main(args.quick)), target=TARGET, as_json=args.json)
+    report(
+        "ws_stream",
+        asyncio.run(main(args.quick, args.baseline)),
+        target=TARGET,
+        as_json=args.json,
+    )

@@ -146,7 +146,7 @@ class RunConsumer(AsyncWebsocketConsumer):
             run_id=frame.get("runId"),
             title=frame.get("title", ""),
         )
-        await self._follow(run.run_id, -1)
+        await self._follow(run.run_id, -1, starting=True)
         await self._send(type="started", runId=run.run_id, status=run.status)
         await acontinue_quietly(run.run_id)
 
@@ -209,12 +209,16 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     # -- following a run --------------------------------------------------------------------
 
-    async def _follow(self, run_id: str, cursor: int) -> None:
+    async def _follow(
+        self, run_id: str, cursor: int, *, starting: bool = False
+    ) -> None:
         previous = self.tails.pop(run_id, None)
         if previous is not None:
             previous.cancel()
         await self.channel_layer.group_add(live.run_group(run_id), self.channel_name)
-        self.tails[run_id] = asyncio.ensure_future(self._tail(run_id, cursor))
+        self.tails[run_id] = asyncio.ensure_future(
+            self._tail(run_id, cursor, starting=starting)
+        )
 
     async def _unfollow(self, run_id: str) -> None:
         task = self.tails.pop(run_id, None)
@@ -229,10 +233,12 @@ class RunConsumer(AsyncWebsocketConsumer):
         """A leg in some process journaled new parts (``deuz.run.<id>`` group message)."""
         live.feed.wake(event["runId"])
 
-    async def _tail(self, run_id: str, cursor: int) -> None:
+    async def _tail(self, run_id: str, cursor: int, *, starting: bool) -> None:
         """Send what the journal holds after ``cursor``, then whatever follows, forever."""
         run_id_json = json.dumps(run_id)
-        async for update in follow(run_id, cursor, poll_seconds=POLL_SECONDS):
+        async for update in follow(
+            run_id, cursor, poll_seconds=POLL_SECONDS, starting=starting
+        ):
             if isinstance(update, Unavailable):
                 await self._error(
                     "journal_unavailable",

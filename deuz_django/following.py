@@ -36,19 +36,23 @@ class Unavailable:
 
 
 async def follow(
-    run_id: str, cursor: int, *, poll_seconds: float
+    run_id: str, cursor: int, *, poll_seconds: float, starting: bool = False
 ) -> AsyncIterator[list[Record] | Unavailable]:
     """The run's records after ``cursor``, in order, a batch at a time, forever.
 
     An empty batch says a poll found nothing new: a caller that ends at some point (the
     SSE view, after the last leg's end) decides then. Leg ends are records too
-    (:func:`deuz_django.core.journal.is_done`).
+    (:func:`deuz_django.core.journal.is_done`). ``starting``: the caller is about to
+    continue the run itself (it just started it), so the reader does not check at once
+    whether the run was abandoned.
     """
     journal = get_journal()
     with feed.reading(run_id):
         # A reader that starts (or reconnects) to a silent run checks it at once: the
         # process that ran it may have just handed it over (a deploy).
-        quiet_since = checked_at = time.monotonic() - CONTINUE_AFTER_SECONDS
+        quiet_since = checked_at = time.monotonic() - (
+            0.0 if starting else CONTINUE_AFTER_SECONDS
+        )
         while True:
             changed = feed.changed(run_id)  # before reading: a nudge meanwhile counts
             records = feed.recent(run_id, cursor)

@@ -31,10 +31,12 @@ from .journal import get_journal
 logger = logging.getLogger("deuz_django")
 
 NUDGE_INTERVAL = 0.1
-# Appends of one leg are at least this far apart (the first is immediate): a token stream
-# becomes a few inserts and wake-ups a second instead of one per token.
+# Legs append on a shared grid this far apart (the first append is immediate): a token
+# stream becomes a few inserts a second, and every leg of the process appends — and wakes
+# its readers — on the same ticks, in one coalesced round trip.
 FLUSH_INTERVAL = 0.05
 RECENT_RECORDS = 4096
+WAITERS_SWEPT_AT = 64
 
 
 def run_group(run_id: str) -> str:
@@ -62,7 +64,7 @@ def _group(prefix: str, run_id: str) -> str:
 @dataclass(slots=True)
 class _RunFeed:
     records: deque[Record] = field(default_factory=lambda: deque(maxlen=RECENT_RECORDS))
-    changed: asyncio.Future[None] | None = None
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
     writing: bool = False  # a leg of this run is journaled by this process right now
     readers: int = 0  # readers in this process following the run
     last_nudge: float = 0.0
@@ -94,14 +96,16 @@ class Feed:
 
     def wake(self, run_id: str) -> None:
         feed = self._runs.get(run_id)
-        changed = feed.changed if feed is not None else None
-        if changed is None or changed.done():
+        if feed is None or not feed.waiters:
             return
-        loop = changed.get_loop()
-        if asyncio._get_running_loop() is loop:
-            changed.set_result(None)
-        else:  # a leg on another thread's loop (a recovery sweep's) wakes this reader
-            loop.call_soon_threadsafe(_settle, changed)
+        waiters, feed.waiters = feed.waiters, []
+        running = asyncio._get_running_loop()
+        for changed in waiters:
+            loop = changed.get_loop()
+            if loop is running:
+                _settle(changed)
+            else:  # a leg on another thread's loop (a recovery sweep's) wakes it
+                loop.call_soon_threadsafe(_settle, changed)
 
     def recent(self, run_id: str, after: int) -> list[Record] | None:
         """Records after ``after`` from memory, or ``None`` when memory cannot say.
@@ -115,7 +119,11 @@ class Feed:
         first, last = feed.records[0][0], feed.records[-1][0]
         if after + 1 < first or after > last or (after == last and not feed.writing):
             return None
-        return list(itertools.islice(feed.records, after + 1 - first, None))
+        # From the right: a reader is usually a batch behind, and a deque indexes (and
+        # islices) from the left in steps proportional to the distance.
+        tail = list(itertools.islice(reversed(feed.records), last - after))
+        tail.reverse()
+        return tail
 
     def set_writing(self, run_id: str, writing: bool) -> None:
         self.state(run_id).writing = writing
@@ -135,19 +143,26 @@ class Feed:
                 self._release(run_id)
 
     def changed(self, run_id: str) -> asyncio.Future[None]:
-        """What the next :meth:`wake` of ``run_id`` resolves. A reader takes it *before*
-        it reads the journal, so a wake that comes during the read is kept, not lost."""
+        """What the next :meth:`wake` of ``run_id`` resolves — the caller's own future, so
+        cancelling one reader never touches another's. A reader takes it *before* it
+        reads the journal, so a wake that comes during the read is kept, not lost."""
         feed = self.state(run_id)
-        if feed.changed is None or feed.changed.done():
-            feed.changed = asyncio.get_running_loop().create_future()
-        return feed.changed
+        # Timed out or cancelled, never woken: swept once the list outgrows its readers.
+        if len(feed.waiters) >= WAITERS_SWEPT_AT + 2 * feed.readers:
+            feed.waiters = [waiter for waiter in feed.waiters if not waiter.done()]
+        changed = asyncio.get_running_loop().create_future()
+        feed.waiters.append(changed)
+        return changed
 
     @staticmethod
     async def wait(changed: asyncio.Future[None], seconds: float) -> None:
-        """Until ``changed`` (from :meth:`changed`) is resolved, or ``seconds``."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await asyncio.shield(changed)
+        """Until ``changed`` (from :meth:`changed`) is resolved, or ``seconds``: a timer
+        that settles the reader's own future (no timeout scope, no shield per wait)."""
+        timer = changed.get_loop().call_later(seconds, _settle, changed)
+        try:
+            await changed
+        finally:
+            timer.cancel()
 
     def __len__(self) -> int:
         """How many runs this process keeps an entry for."""
@@ -174,10 +189,15 @@ def _keep(task: asyncio.Task[Any]) -> None:
     task.add_done_callback(_background.discard)
 
 
+def _remote_readers_possible() -> bool:
+    """Whether readers may follow runs from other processes (a shared channel layer):
+    with none, or the in-memory one, every reader was woken through the feed already."""
+    layer = get_channel_layer()
+    return layer is not None and not isinstance(layer, InMemoryChannelLayer)
+
+
 async def _nudge(run_id: str, seq: int) -> None:
     layer = get_channel_layer()
-    if layer is None or isinstance(layer, InMemoryChannelLayer):
-        return  # one process: its readers were woken through the feed already
     try:
         await layer.group_send(
             run_group(run_id), {"type": "run.nudge", "runId": run_id, "seq": seq}
@@ -189,6 +209,8 @@ async def _nudge(run_id: str, seq: int) -> None:
 async def _publish(run_id: str, records: list[Record]) -> None:
     """Wake local readers now; nudge other processes, throttled per run (trailing edge)."""
     feed.publish(run_id, records)
+    if not _remote_readers_possible():
+        return
     state = feed.state(run_id)
     wait = NUDGE_INTERVAL - (time.monotonic() - state.last_nudge)
     if wait <= 0:

@@ -109,10 +109,12 @@ class JournalWriter:
     ``add`` never blocks: parts are buffered and a background flush appends them, then
     calls ``on_flush(records)`` — the cue for readers. The first part is appended at once;
     whatever arrives while an append is in flight goes into the next one, so batches grow
-    with the load. ``flush_interval`` spaces appends at least that far apart (the first
-    is immediate), trading a little latency for fewer, larger appends. ``close`` appends the
-    leg-end sentinel and waits until everything is stored. A failing append is retried at
-    the next flush, so a journal outage delays but never loses or reorders parts.
+    with the load. ``flush_interval`` allows one append per tick of a grid that far
+    apart, shared by every writer of the event loop (the first append is immediate),
+    trading a little latency for fewer, larger appends that fall due together.
+    ``close`` appends the leg-end sentinel and waits until everything is stored. A
+    failing append is retried at the next flush, so a journal outage delays but never
+    loses or reorders parts.
     """
 
     def __init__(
@@ -190,13 +192,24 @@ class JournalWriter:
             await self._task
         return self.last_stored
 
+    def _until_next_tick(self, now: float) -> float:
+        """Seconds until this writer may append again: at once when it has not appended
+        for a whole interval, else at the next tick of a grid every ``flush_interval``
+        on the loop's clock. Every writer of the loop shares the grid, so their appends
+        fall due together — one wake-up, and one coalesced journal round trip, for all
+        the streams of a process rather than one per stream at its own phase."""
+        interval = self.flush_interval
+        if interval <= 0 or now - self._flushed_at >= interval:
+            return 0.0
+        return interval - now % interval
+
     async def _flush_loop(self) -> None:
         failures = 0
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             loop = asyncio.get_running_loop()
-            wait = self._flushed_at + self.flush_interval - loop.time()
+            wait = self._until_next_tick(loop.time())
             if wait > 0 and not self._closing:
                 await asyncio.sleep(wait)  # what arrives meanwhile joins this append
             self._flushed_at = loop.time()

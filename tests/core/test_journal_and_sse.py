@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -331,3 +332,41 @@ async def test_text_deltas_are_journaled_exactly_as_the_general_encoder_writes_t
     assert (await journal.read("s"))[0][1] == encode_part(
         {"type": "text-delta", "text": text}
     )
+
+
+def test_writers_that_appended_at_different_moments_append_next_on_the_same_tick() -> (
+    None
+):
+    """The flush grid: every writer of a loop appends on the same ticks, so a process's
+    streams make one wake-up and one coalesced round trip per tick, not one each."""
+    journal = InMemoryJournal()
+    early = JournalWriter(journal, "a", next_seq=0, flush_interval=0.05)
+    late = JournalWriter(journal, "b", next_seq=0, flush_interval=0.05)
+    early._flushed_at, late._flushed_at = 100.013, 100.031
+    now = 100.04
+    assert now + early._until_next_tick(now) == pytest.approx(100.05)
+    assert now + late._until_next_tick(now) == pytest.approx(100.05)
+    # One that has not appended for a whole interval appends at once (a first part).
+    assert early._until_next_tick(100.07) == 0.0
+
+
+async def test_many_writers_on_the_grid_journal_every_part_once_in_order() -> None:
+    journal = InMemoryJournal()
+
+    async def leg(index: int) -> None:
+        writer = await JournalWriter.open(
+            journal, f"s{index}", message_id="m", flush_interval=0.002
+        )
+        for i in range(60):
+            writer.add_ui({"type": "text-delta", "text": str(i)})
+            if i % (index % 5 + 1) == 0:
+                await asyncio.sleep(0.001 * (index % 3))
+        await writer.close()
+
+    await asyncio.gather(*(leg(index) for index in range(40)))
+    for index in range(40):
+        records = await journal.read(f"s{index}")
+        assert [seq for seq, _ in records] == list(range(62))
+        texts = [json.loads(data).get("text") for _, data in records[1:-1]]
+        assert texts == [str(i) for i in range(60)]
+        assert records[-1][1] == DONE

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from deuz_django import leases, services
+from deuz_django import following, leases, services
 from deuz_django.following import follow
 from deuz_django.journal import get_journal
 from deuz_django.live import feed
@@ -54,3 +54,51 @@ async def test_a_nudge_that_comes_while_the_reader_reads_the_journal_wakes_it(
     finally:
         await reader.aclose()
     assert batch == appended
+
+
+async def test_a_reader_of_a_run_it_is_starting_does_not_check_it_for_abandonment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The consumer that starts a run continues it itself: its reader skips the check
+    for an abandoned run it would otherwise make at once (a query per started run)."""
+    run = await sync_to_async(services.start_run)(
+        agent="streamer", messages=[{"role": "user", "content": "go"}]
+    )
+    checked: list[str] = []
+
+    async def check(run_id: str) -> None:
+        checked.append(run_id)
+
+    monkeypatch.setattr(following, "_continue_if_abandoned", check)
+    for starting in (True, False):
+        reader = follow(run.run_id, -1, poll_seconds=NO_POLL, starting=starting)
+        try:
+            assert await anext(reader) == []  # nothing journaled yet
+        finally:
+            await reader.aclose()
+    assert checked == [run.run_id]  # only the reader that did not start it checked
+
+
+async def test_a_reader_that_leaves_does_not_disturb_another_reader_of_the_run() -> (
+    None
+):
+    """Each reader waits on its own future: cancelling one while both wait for the run's
+    next parts leaves the other waiting, and woken by the next wake."""
+    with feed.reading("r1"):
+        first, second = feed.changed("r1"), feed.changed("r1")
+        leaving = asyncio.ensure_future(feed.wait(first, NO_POLL))
+        staying = asyncio.ensure_future(feed.wait(second, NO_POLL))
+        await asyncio.sleep(0)
+        leaving.cancel()
+        await asyncio.gather(leaving, return_exceptions=True)
+        assert not staying.done()
+        feed.wake("r1")
+        async with asyncio.timeout(GUARD_SECONDS):
+            await staying
+
+
+async def test_a_silent_runs_polling_readers_keep_no_growing_list_of_waits() -> None:
+    with feed.reading("r2"):
+        for _ in range(500):  # a reader polling a silent run: every wait times out
+            await feed.wait(feed.changed("r2"), 0.0)
+        assert len(feed.state("r2").waiters) <= 64 + 2

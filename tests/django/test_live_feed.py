@@ -73,3 +73,16 @@ async def test_a_leg_run_with_no_reader_leaves_nothing_behind(make_user: Any) ->
     outcome = await services.aresume_run(run.run_id)
     assert outcome.status == "completed"
     assert len(feed) == 0
+
+
+def test_the_feed_answers_a_reader_with_exactly_the_records_after_its_cursor() -> None:
+    records = [(seq, f'{{"n":{seq}}}') for seq in range(10)]
+    feed.set_writing("r3", True)
+    try:
+        feed.publish("r3", records[:6])
+        feed.publish("r3", records[6:])
+        for after in range(-1, 10):
+            assert feed.recent("r3", after) == records[after + 1 :]
+    finally:
+        feed.set_writing("r3", False)
+    assert len(feed) == 0
