@@ -8,6 +8,7 @@ from ._loop.options import PrepareStepInfo, StepOverrides
 from .abort import AbortController, AbortSignal
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse
+from .ask_human import ask_human
 from .deps import Clock, Deps, PriceProvider, SystemClock
 from .exceptions import (
     CheckpointNotFoundError,
@@ -56,6 +57,7 @@ from .parts import (
     ToolOutputPart,
     ToolStatePart,
 )
+from .questions import Question
 from .results import GenerateTextResult, StepResult
 from .stop import (
     StepInfo,
@@ -100,6 +102,7 @@ __all__ = [
     "PrepareStepInfo",
     "PriceProvider",
     "ProviderNotInstalledError",
+    "Question",
     "RateLimitError",
     "ReasoningDeltaPart",
     "ReasoningPart",
@@ -133,6 +136,7 @@ __all__ = [
     "ToolUsePart",
     "Usage",
     "agent_tool",
+    "ask_human",
     "cost_exceeds",
     "duration_exceeds",
     "generate_text",
