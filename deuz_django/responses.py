@@ -1,5 +1,6 @@
 """The approval rows turned into the approval responses a run's next leg settles with:
-approved rows (with their token, and an edited input when a person changed it), the rest
+approved rows (with their token, an edited input when a person changed it, the answer to
+a question), the rest
 denied or expired — and the token age that settle accepts for them."""
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def collect_verdicts(
             approved = {"approvalId": approval_id, "approved": True, "token": row.token}
             if row.edited_input is not None:
                 approved["editedInput"] = row.edited_input
+            if row.answer is not None:
+                approved["answer"] = row.answer
             verdicts.append(approved)
         else:
             reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
