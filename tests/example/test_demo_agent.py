@@ -133,8 +133,9 @@ def test_a_customer_who_mentions_store_credit_is_asked_and_the_answer_is_used(
     assert answer(run) == (
         "Good news: Refunded $249.00 on A-1001. It is on your account as store credit."
     )
-    assert Approval.objects.get(run=run, tool_name="ask_human").decided_by == (
-        shop["customer"]
+    assert (
+        Approval.objects.get(run=run, tool_name="ask_human").decided_by
+        == (shop["customer"])
     )
 
 

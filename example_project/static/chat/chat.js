@@ -129,7 +129,7 @@ class ToolCall {
     const name = this.name;
     switch (this.state) {
       case "awaiting-approval":
-        return `${name} waits for approval`;
+        return this.card?.question ? `${name} waits for your answer` : `${name} waits for approval`;
       case "executing":
         return this.paused ? `${name} paused until a call is decided` : `running ${name}…`;
       case "complete":
@@ -402,6 +402,7 @@ class ApprovalCard {
   /** The call moved on in the run: the verdict is settled, whoever gave it. */
   follow(tool) {
     if (tool.state === "awaiting-approval" || tool.state?.startsWith("input")) return;
+    if (this.question && tool.state === "executing") return; // its result is the answer
     // A call in doubt that runs again settles once more when its result arrives.
     if (this.state === "settled" && this.kind !== IN_DOUBT) return;
     const focused = this.el.contains(document.activeElement);
@@ -678,7 +679,10 @@ class Conversation {
     this.cards.set(part.approvalId, card);
     const tool = scope.tools.get(part.toolCallId);
     (tool ? tool.el : scope.current()).append(card.el);
-    if (tool) tool.card = card;
+    if (tool) {
+      tool.card = card;
+      tool.render();
+    }
     this.checkApprovals();
   }
 
