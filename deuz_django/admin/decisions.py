@@ -9,6 +9,7 @@ each run whose last pending approval was decided, in the background
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from ..exceptions import (
 )
 from ..grants import Allow
 from ..models import Approval, ApprovalKind, Run, RunStatus
+from ..questions import question_of
 from ..standing import GrantScope
 from ..verdicts import RecordedResult
 from .display import decider, exact_time
@@ -79,6 +81,13 @@ class VerdictForm(ReasonForm):
     allow_hours = forms.IntegerField(
         label=gettext_lazy("For how many hours"), required=False
     )
+    # A question's answer: a choice or text as given, JSON for a question with a schema.
+    answer = forms.CharField(
+        label=gettext_lazy("Answer"),
+        required=False,
+        max_length=REASON_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
@@ -98,6 +107,23 @@ class VerdictForm(ReasonForm):
     @property
     def approved(self) -> bool:
         return self.cleaned_data["verdict"] != "deny"
+
+    def answer_of(self, approval: Approval) -> Any:
+        """The answer an approving verdict gives ``approval``'s question (``None``: none
+        given); raises :class:`ValueError` naming the field when it is not JSON where the
+        question's schema needs JSON. The verdict's check says whether it answers."""
+        text = self.cleaned_data.get("answer", "")
+        if not self.approved or not text:
+            return None
+        question = question_of(approval)
+        if question is None or question.schema is None:
+            return text
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ValueError(
+                _("Answer: enter it as JSON (text in double quotes).")
+            ) from None
 
     @property
     def allow(self) -> Allow | None:
@@ -173,12 +199,14 @@ def decide(
     result: RecordedResult | None = None,
     edited_input: dict[str, Any] | None = None,
     allow: Allow | None = None,
+    answer: Any = None,
 ) -> None:
     """Record one verdict per approval, report each outcome, resume the runs now ready.
 
     ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome;
     ``edited_input`` approves a call of an ``editable`` tool with that input instead;
-    ``allow`` approves and allows the tool's later calls (a grant).
+    ``allow`` approves and allows the tool's later calls (a grant); ``answer`` answers
+    a question.
     """
     recorded: list[Approval] = []
     ready: dict[int, Run] = {}
@@ -192,6 +220,7 @@ def decide(
                 result=result,
                 edited_input=edited_input,
                 allow=allow,
+                answer=answer,
             )
         except (NotPermitted, ApprovalNotFound) as error:
             messages.error(
@@ -204,10 +233,13 @@ def decide(
             messages.warning(request, already_decided(approval))
             continue
         except InvalidVerdict as error:
+            refused = (
+                _("%(call)s was not answered: %(why)s")
+                if approval.kind == ApprovalKind.QUESTION
+                else _("%(call)s was not approved: %(why)s")
+            )
             messages.error(
-                request,
-                _("%(call)s was not approved: %(why)s")
-                % {"call": call_label(approval), "why": error},
+                request, refused % {"call": call_label(approval), "why": error}
             )
             continue
         if decision.expired:
@@ -243,6 +275,10 @@ def _recorded_text(
     """What was recorded, in the words of the question asked: for calls a crash left in
     doubt "it happened", "run it again" or "mark it failed", else approved or denied."""
     count = len(recorded)
+    if approved and all(a.kind == ApprovalKind.QUESTION for a in recorded):
+        return ngettext(
+            "Answered %(calls)s.", "Answered %(count)d calls: %(calls)s.", count
+        )
     if all(a.kind == ApprovalKind.OUTCOME_UNKNOWN for a in recorded):
         if result is not None:
             return ngettext(
