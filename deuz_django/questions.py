@@ -12,6 +12,7 @@ it (the model is told the reason). Standing rules and grants never answer a ques
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .core.exceptions import InvalidInputError
@@ -46,6 +47,22 @@ def answer_problem(approval: Approval, approved: bool, answer: Any) -> str | Non
     if answer is None:
         return "answer: give the answer to the question"
     return question.problem(answer)
+
+
+def read_answer(approval: Approval, text: str) -> Any:
+    """The answer a form's text gives ``approval``'s question (``None`` for no text):
+    the text itself, or — for a question with a JSON schema — the JSON it holds; raises
+    :class:`ValueError` saying so when that is not JSON. Whether it answers the question
+    is the verdict's check (:func:`answer_problem`)."""
+    if not text:
+        return None
+    question = question_of(approval)
+    if question is None or question.schema is None:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError("Answer: enter it as JSON (text in double quotes).") from None
 
 
 def recorded_answer(approval: Approval, status: str, answer: Any) -> Any:

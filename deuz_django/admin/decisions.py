@@ -9,7 +9,6 @@ each run whose last pending approval was decided, in the background
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +31,7 @@ from ..exceptions import (
 )
 from ..grants import Allow
 from ..models import Approval, ApprovalKind, Run, RunStatus
-from ..questions import question_of
+from ..questions import read_answer
 from ..standing import GrantScope
 from ..verdicts import RecordedResult
 from .display import decider, exact_time
@@ -110,20 +109,10 @@ class VerdictForm(ReasonForm):
 
     def answer_of(self, approval: Approval) -> Any:
         """The answer an approving verdict gives ``approval``'s question (``None``: none
-        given); raises :class:`ValueError` naming the field when it is not JSON where the
-        question's schema needs JSON. The verdict's check says whether it answers."""
-        text = self.cleaned_data.get("answer", "")
-        if not self.approved or not text:
+        given; :func:`~deuz_django.questions.read_answer` raises ``ValueError``)."""
+        if not self.approved:
             return None
-        question = question_of(approval)
-        if question is None or question.schema is None:
-            return text
-        try:
-            return json.loads(text)
-        except ValueError:
-            raise ValueError(
-                _("Answer: enter it as JSON (text in double quotes).")
-            ) from None
+        return read_answer(approval, self.cleaned_data.get("answer", ""))
 
     @property
     def allow(self) -> Allow | None:
