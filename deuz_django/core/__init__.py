@@ -5,6 +5,7 @@
 """
 
 from ._loop.options import PrepareStepInfo, StepOverrides
+from ._loop.settle import waiting_client_calls
 from .abort import AbortController, AbortSignal
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse
@@ -145,4 +146,5 @@ __all__ = [
     "stream_chat",
     "tool",
     "total_tokens_exceed",
+    "waiting_client_calls",
 ]

@@ -81,6 +81,7 @@ CORE = {
     "stream_chat",
     "tool",
     "total_tokens_exceed",
+    "waiting_client_calls",
 }
 
 DURABLE = {

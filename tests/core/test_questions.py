@@ -18,6 +18,7 @@ from deuz_django.core import (
     ask_human,
     generate_text,
     tool,
+    waiting_client_calls,
 )
 from deuz_django.core.durable import (
     AgentCheckpoint,
@@ -314,3 +315,38 @@ async def test_a_signed_question_needs_its_token_with_the_answer() -> None:
         approval_signer=signer,
     )
     assert _tool_result(model).result == "card"
+
+
+# -- D11: a client tool's real result crosses a restart ---------------------------------------
+
+
+async def test_a_client_tools_real_result_reaches_the_model_after_a_restart() -> None:
+    # D11: the reference feeds a placeholder (SPEC R5.14); a verdict with the call's id
+    # and an answer gives the client tool its real result instead.
+    pick_colour = Tool(name="pick_colour")  # no execute: the client runs it
+    store = TextStore()
+    result = await _asked(store, [pick_colour], {})
+    assert result.pending_approvals is None  # a client call is no approval request
+    checkpoint = store.load("run")
+    assert checkpoint is not None
+    [waiting] = waiting_client_calls(checkpoint.messages, {"pick_colour": pick_colour})
+    assert (waiting.tool_call_id, waiting.tool_name) == ("q1", "pick_colour")
+
+    _, model = await _answered(
+        store, [pick_colour], {"approvalId": "q1", "approved": True, "answer": "blue"}
+    )
+    assert _tool_result(model).result == "blue"
+    assert _tool_result(model).is_error is None
+
+
+async def test_a_client_tool_without_a_result_still_gets_the_placeholder() -> None:
+    # SPEC R5.14: unchanged when no result is given.
+    pick_colour = Tool(name="pick_colour")
+    store = TextStore()
+    await _asked(store, [pick_colour], {})
+    _, model = await _answered(
+        store, [pick_colour], {"approvalId": "other", "approved": True}
+    )
+    assert _tool_result(model).result == (
+        "Tool call denied. Reason: No result provided for this client tool."
+    )

@@ -66,6 +66,19 @@ def edit_problem(tools: Mapping[str, Tool], call: ToolCall, edited: Any) -> str 
     return None
 
 
+def waiting_client_calls(
+    history: Sequence[Message], tools: Mapping[str, Tool]
+) -> tuple[ToolCall, ...]:
+    """The calls of client tools (tools without ``execute``) that a suspended run's
+    history waits on. A verdict on one — ``{"approvalId": <its call id>, "approved":
+    True, "answer": <its result>}`` — gives it its real result on resume (D11)."""
+    return tuple(
+        c
+        for c in unanswered_calls(tuple(history))
+        if is_client_tool(tools, c.tool_name)
+    )
+
+
 def answer_problem(
     tools: Mapping[str, Tool], call: ToolCall, answer: Any
 ) -> str | None:
@@ -140,7 +153,16 @@ async def plan_settle(
     answers: dict[str, Any] = {}
     for call in calls:
         verdict = by_id.get(call.tool_call_id)
-        if verdict is not None:
+        client = is_client_tool(tools, call.tool_name)
+        if (
+            client
+            and verdict is not None
+            and verdict.approved
+            and verdict.answer is not None
+        ):
+            # D11: the client's real result (no token: no request was ever signed).
+            answers[call.tool_call_id] = verdict.answer
+        elif verdict is not None:
             if not verdict.approved:
                 denials[call.tool_call_id] = Denial(verdict.reason)
             elif signer is not None and (
@@ -168,7 +190,7 @@ async def plan_settle(
                     denials[call.tool_call_id] = Denial(problem)
             elif question_of(tools.get(call.tool_name), call.args) is not None:
                 denials[call.tool_call_id] = Denial(NO_ANSWER_REASON)
-        elif is_client_tool(tools, call.tool_name):
+        elif client:
             denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
         elif await is_gated(tools, call, history, signal):
             denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
