@@ -217,6 +217,9 @@ class ApprovalKind(models.TextChoices):
     OUTCOME_UNKNOWN = "outcome_unknown", _("outcome unknown")
     # A question tool's call asks a person; their answer is the call's result.
     QUESTION = "question", _("question")
+    # A client tool's call (a tool without execute) waits for the result the client
+    # sends (D11); recorded as the verdict's answer, it becomes the call's result.
+    CLIENT_TOOL = "client_tool", _("client tool result")
 
 
 # What an ``outcome_unknown`` approval asks, in the words every surface shows.
@@ -251,7 +254,8 @@ class Approval(models.Model):
     Rows belong to the root run the user sees, also for calls of sub-agents (``agent_path``).
     A ``question`` row is a question tool's call (``question`` holds what it asks): it is
     approved with the ``answer`` (``decided_by`` answered), which becomes the call's
-    result. A decided row never changes again.
+    result; so is a ``client_tool`` row, a client tool's call waiting for the result the
+    client sends. A decided row never changes again.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
@@ -328,7 +332,7 @@ class Approval(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "approval_id"],
-                condition=Q(kind__in=["approval", "question"]),
+                condition=Q(kind__in=["approval", "question", "client_tool"]),
                 name="deuz_approval_per_run",
             ),
             # A call in doubt again after a "run it again" gets a new row; one pending.

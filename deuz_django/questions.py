@@ -34,7 +34,14 @@ def question_of(approval: Approval) -> Question | None:
 def answer_problem(approval: Approval, approved: bool, answer: Any) -> str | None:
     """Why a verdict (``approved``, with ``answer`` or ``None``) may not be recorded on
     ``approval`` as far as answers go: only an approving verdict on a question carries an
-    answer, and it must answer the question (the problem names the field that failed)."""
+    answer, and it must answer the question (the problem names the field that failed).
+    A client tool's call is approved with its result (any JSON value) as the answer."""
+    if approval.kind == ApprovalKind.CLIENT_TOOL:
+        if approved and answer is None:
+            return "answer: give the client tool's result"
+        if not approved and answer is not None:
+            return "a denied call carries no result"
+        return None
     if approval.kind != ApprovalKind.QUESTION:
         if answer is None:
             return None
@@ -66,7 +73,9 @@ def read_answer(approval: Approval, text: str) -> Any:
 
 
 def recorded_answer(approval: Approval, status: str, answer: Any) -> Any:
-    """The answer a recorded verdict keeps on the row: an approved question's."""
-    if approval.kind == ApprovalKind.QUESTION and status == ApprovalStatus.APPROVED:
+    """The answer a recorded verdict keeps on the row: an approved question's, or an
+    approved client tool call's result."""
+    answers = (ApprovalKind.QUESTION, ApprovalKind.CLIENT_TOOL)
+    if approval.kind in answers and status == ApprovalStatus.APPROVED:
         return answer
     return None

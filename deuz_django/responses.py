@@ -18,8 +18,8 @@ from .verdicts import (
     announce_verdict,
     is_expired,
     max_age,
-    pending_ids,
     user_or_none,
+    waiting_ids,
 )
 
 
@@ -32,7 +32,7 @@ def collect_verdicts(
     now") the undecided rest are recorded ``denied``. Without it an undecided row makes
     the run not resumable yet, and nothing is written.
     """
-    ids = pending_ids(run)
+    ids = waiting_ids(run)
     if not ids:
         return []
     rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}

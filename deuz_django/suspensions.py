@@ -12,16 +12,24 @@ for a person once that transaction commits.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q
 
 from .automatic import decide_automatically
+from .core import Message, waiting_client_calls
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
 from .deadline_rows import schedule_deadlines
+from .core.exceptions import DeuzError
 from .models import Approval, ApprovalKind, ApprovalStatus
+from .registry import agent_tools
 from .signals import approval_requested, question_asked, send_on_commit
 from .step_journal import calls_in_doubt
+
+logger = logging.getLogger("deuz_django")
 
 
 def record_approvals(
@@ -101,6 +109,33 @@ def record_approvals(
                 else approval_requested
             )
             send_on_commit(signal, Approval, approval=approval)
+
+
+def record_client_calls(run_pk: int, agent: str, history: Sequence[Message]) -> None:
+    """One pending row of kind ``client_tool`` per call of a client tool (a tool
+    without ``execute``) the suspended run waits on: the client sends its result as the
+    row's answer, and the next leg gives the call that result (D11). An agent whose
+    tools cannot be read now records none (logged): its calls get the reference's
+    placeholder, as without rows."""
+    try:
+        tools = agent_tools(agent)
+    except (LookupError, DeuzError, ImproperlyConfigured):
+        logger.exception("deuz: the client tools of run %s cannot be read", run_pk)
+        return
+    Approval.objects.bulk_create(
+        [
+            Approval(
+                run_id=run_pk,
+                approval_id=call.tool_call_id,
+                kind=ApprovalKind.CLIENT_TOOL,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                input=json.loads(encode_json(call.args)),
+            )
+            for call in waiting_client_calls(history, tools)
+        ],
+        ignore_conflicts=True,
+    )
 
 
 def _kind(request: ToolApprovalRequest, in_doubt: set[str]) -> ApprovalKind:

@@ -262,6 +262,8 @@ def state_refusal(
         )
     if not verdict.approved:
         return None  # a denial needs no token
+    if approval.kind == ApprovalKind.CLIENT_TOOL:
+        return None  # D11: no request was signed for a client tool's call
     token = approval.token if verdict.token is None else verdict.token
     problem = token_refusal(approval, token)
     if problem is None:
@@ -450,10 +452,22 @@ def pending_ids(run: Run) -> list[str]:
     return [item["approvalId"] for item in decode_json(run.pending_approvals)]
 
 
+def waiting_ids(run: Run) -> list[str]:
+    """The approval ids a suspended run's next leg settles: those its checkpoint is
+    suspended on, and its client tool calls (D11: rows of kind ``client_tool``; one
+    from an earlier suspension names no open call, and settle ignores it)."""
+    if run.status != RunStatus.SUSPENDED:
+        return []
+    client_calls = run.approvals.filter(kind=ApprovalKind.CLIENT_TOOL).exclude(
+        approval_id__in=pending_ids(run)
+    )
+    return [*pending_ids(run), *client_calls.values_list("approval_id", flat=True)]
+
+
 def current_pending(run: Run) -> QuerySet[Approval]:
     """The approvals the run still waits for: undecided and not yet too old to decide."""
     pending = run.approvals.filter(
-        approval_id__in=pending_ids(run), status=ApprovalStatus.PENDING
+        approval_id__in=waiting_ids(run), status=ApprovalStatus.PENDING
     )
     cutoff = expiry_cutoff()
     return pending if cutoff is None else pending.filter(created_at__gt=cutoff)

@@ -3,7 +3,8 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     """Questions for a person: the ``question`` kind of approval, what it asks and the
-    answer it got; a question, like an approval, has one row per call of a run."""
+    answer it got; and the ``client_tool`` kind, a client tool's call waiting for the
+    result its client sends. Each has one row per call of a run, as an approval does."""
 
     dependencies = [
         ("deuz_django", "0012_standing_rules"),
@@ -32,6 +33,7 @@ class Migration(migrations.Migration):
                     ("approval", "approval"),
                     ("outcome_unknown", "outcome unknown"),
                     ("question", "question"),
+                    ("client_tool", "client tool result"),
                 ],
                 default="approval",
                 max_length=16,
@@ -40,7 +42,9 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="approval",
             constraint=models.UniqueConstraint(
-                condition=models.Q(("kind__in", ["approval", "question"])),
+                condition=models.Q(
+                    ("kind__in", ["approval", "question", "client_tool"])
+                ),
                 fields=("run", "approval_id"),
                 name="deuz_approval_per_run",
             ),

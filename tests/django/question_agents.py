@@ -3,14 +3,15 @@
 ``questioner`` asks, through the built-in ``ask_human``, how to refund order A-1 (card or
 store credit; the question times out after an hour) and then says what it got back.
 ``form_asker`` asks for a structured answer: a JSON schema with an integer ``amount``.
-Their models read the tool result, so a test sees what the model was told.
+``client_caller`` calls ``pick_colour``, a client tool (no ``execute``), and says what
+came back. Their models read the tool result, so a test sees what the model was told.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from deuz_django.core import ModelRequest, ToolResultPart, ask_human
+from deuz_django.core import ModelRequest, Tool, ToolResultPart, ask_human
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.deadlines import Deadline
 from deuz_django.registry import AgentSpec
@@ -50,3 +51,20 @@ questioner = AgentSpec(
 )
 
 form_asker = AgentSpec(model=asking(AMOUNT_QUESTION), tools=[ask_human])
+
+
+pick_colour = Tool(
+    name="pick_colour",
+    description="Ask the customer's device which colour they picked.",
+)  # no execute: a client tool, run by the client
+
+client_caller = AgentSpec(
+    model=FunctionModel(
+        lambda request: (
+            reply(tool_calls=[("c1", "pick_colour", {})])
+            if request.messages[-1].role != "tool"
+            else reply(text=f"Result: {request.messages[-1].parts[0].result}")
+        )  # type: ignore[union-attr]
+    ),
+    tools=[pick_colour],
+)
