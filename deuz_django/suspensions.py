@@ -22,8 +22,8 @@ from .automatic import decide_automatically
 from .core import Message, waiting_client_calls
 from .core.approvals import ToolApprovalRequest
 from .core.durable.codec import encode_json
-from .deadline_rows import schedule_deadlines
 from .core.exceptions import DeuzError
+from .deadline_rows import schedule_deadlines
 from .models import Approval, ApprovalKind, ApprovalStatus
 from .registry import agent_tools
 from .signals import approval_requested, question_asked, send_on_commit

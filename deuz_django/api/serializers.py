@@ -218,7 +218,8 @@ class VerdictSerializer(serializers.Serializer):
         help_text=(
             "Only with approved=true on an approval of kind question: the answer — "
             "one of its choices, a JSON value matching its schema, or text. It is "
-            "checked against the question and becomes the call's result."
+            "checked against the question and becomes the call's result. On one of "
+            "kind client_tool: the client tool's result (any JSON value; no token)."
         ),
     )
 
@@ -369,7 +370,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "approval: a gated call asks to run; outcome_unknown: a call started "
             "before a crash and left no outcome (answer with a result, approve to run "
             "it again, or deny to mark it failed); question: a call asks a person "
-            "(approve with an answer; deny to decline)."
+            "(approve with an answer; deny to decline); client_tool: a client tool's "
+            "call waits for the result its client sends (approve with it as answer)."
         ),
     )
     runId = serializers.CharField(source="run.run_id")
