@@ -259,7 +259,7 @@ def approval_card(page: Page, tool_name: str) -> Locator:
     """The card of a gated call (or of a call a crash left in doubt), whatever its
     heading says (asking, or decided)."""
     label = (
-        "Approval needed|Approved|Denied|Expired|Timed out|Decided"
+        "Approval needed|Approved|Approved with changes|Denied|Expired|Timed out|Decided"
         "|Approved automatically|Denied automatically"
         "|Outcome unknown|It happened|Run again|Marked failed|Settled"
     )

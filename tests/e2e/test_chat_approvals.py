@@ -176,7 +176,11 @@ def test_the_researchers_gated_call_shows_its_agent_path_and_is_approved_on_a_ph
 
 
 def test_staff_edit_a_refunds_amount_in_the_admin_and_the_customer_sees_it(
-    chat: Page, browser: Browser, demo_server: Daphne, demo_site: LiveSite
+    chat: Page,
+    browser: Browser,
+    demo_server: Daphne,
+    demo_site: LiveSite,
+    tmp_path: Path,
 ) -> None:
     sign_in(chat, *CUSTOMER)
     run_id = ask(chat, "Please refund order A-1001")
@@ -200,6 +204,7 @@ def test_staff_edit_a_refunds_amount_in_the_admin_and_the_customer_sees_it(
         expect(diff).to_contain_text("amount")
         expect(diff.locator("del")).to_have_text(re.compile(r"^249(\.0)?$"))
         expect(diff.locator("ins")).to_have_text(re.compile(r"^20(\.0)?$"))
+        admin.screenshot(path=screenshot_path(tmp_path, "admin-edit-approve.png"))
         admin.get_by_role("button", name="Approve 1 call").click()
         expect(admin.locator(".messagelist")).to_contain_text(
             f"Approved issue_refund (refund_1) on run {run_id}."
@@ -208,11 +213,15 @@ def test_staff_edit_a_refunds_amount_in_the_admin_and_the_customer_sees_it(
         staff.close()
 
     expect(answered(chat, EDITED_REFUND)).to_be_visible()
-    expect(card.get_by_role("heading")).to_have_text("Approved: issue_refund")
+    expect(card.get_by_role("heading")).to_have_text(
+        "Approved with changes: issue_refund"
+    )
+    expect(card.locator(".edited-input")).to_contain_text('"amount": 20')
     refunded = demo_site.script(
         """
         from example_project.models import Order
         print(json.dumps(str(Order.objects.get(number="A-1001").refunded)))
         """
     )
+    chat.screenshot(path=screenshot_path(tmp_path, "chat-edited-refund.png"))
     assert refunded == "20.00"

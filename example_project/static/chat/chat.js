@@ -403,8 +403,10 @@ class ApprovalCard {
   follow(tool) {
     if (tool.state === "awaiting-approval" || tool.state?.startsWith("input")) return;
     if (this.question && tool.state === "executing") return; // its result is the answer
-    // A call in doubt that runs again settles once more when its result arrives.
-    if (this.state === "settled" && this.kind !== IN_DOUBT) return;
+    // A call in doubt that runs again settles once more when its result arrives; so does an
+    // approved call whose result says a person edited its input before approving.
+    const editArrived = tool.output?.editedInput !== undefined && !this.edited;
+    if (this.state === "settled" && this.kind !== IN_DOUBT && !editArrived) return;
     const focused = this.el.contains(document.activeElement);
     this.stopClock();
     this.state = "settled";
@@ -425,6 +427,7 @@ class ApprovalCard {
   settleApproval(tool) {
     if (this.automatic) return this.showAutomatic(tool.denied ? "denied" : "approved");
     if (this.question && !tool.denied) return this.showAnswered(tool.output);
+    if (!tool.denied && tool.output?.editedInput !== undefined) return this.settleEdited(tool);
     const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
     const timedOut = tool.denied && tool.deniedReason.startsWith(TIMED_OUT);
     this.title(expired ? "Expired" : timedOut ? "Timed out" : tool.denied ? "Denied" : "Approved");
@@ -436,6 +439,17 @@ class ApprovalCard {
           ? `Denied${tool.deniedReason ? `: ${tool.deniedReason}` : "."}`
           : "Approved";
     this.show(h("p", { class: "outcome", tabindex: "-1" }, text));
+  }
+
+  /** Approved with an input a person edited: show what the call ran with. */
+  settleEdited(tool) {
+    this.edited = true;
+    this.title("Approved with changes");
+    this.show(
+      h("p", { class: "outcome", tabindex: "-1" },
+        "Approved with changes: a person edited the request before approving it. It ran with:"),
+      h("pre", { class: "tool-input edited-input" },
+        h("code", {}, JSON.stringify(tool.output.editedInput, null, 2))));
   }
 
   /** A call in doubt was answered (here or in the admin): show the outcome it has now. */
