@@ -58,13 +58,17 @@ def answer_problem(approval: Approval, approved: bool, answer: Any) -> str | Non
 
 def read_answer(approval: Approval, text: str) -> Any:
     """The answer a form's text gives ``approval``'s question (``None`` for no text):
-    the text itself, or — for a question with a JSON schema — the JSON it holds; raises
-    :class:`ValueError` saying so when that is not JSON. Whether it answers the question
-    is the verdict's check (:func:`answer_problem`)."""
+    the text itself, or — for a question with a JSON schema, and for a client tool's
+    result — the JSON it holds; raises :class:`ValueError` saying so when that is not
+    JSON. Whether it answers the question is the verdict's check (:func:`answer_problem`)."""
     if not text:
         return None
     question = question_of(approval)
-    if question is None or question.schema is None:
+    as_text = question is not None and question.schema is None
+    if as_text or approval.kind not in (
+        ApprovalKind.QUESTION,
+        ApprovalKind.CLIENT_TOOL,
+    ):
         return text
     try:
         return json.loads(text)

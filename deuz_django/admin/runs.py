@@ -76,6 +76,11 @@ class PendingRow:
         return question_of(self.approval)
 
     @property
+    def client_call(self) -> bool:
+        """A client tool's call waiting for its result (D11), recorded as JSON here."""
+        return self.approval.kind == ApprovalKind.CLIENT_TOOL
+
+    @property
     def schema(self) -> str:
         """The JSON schema a question's answer must match, for people to read."""
         question = self.question

@@ -154,3 +154,18 @@ def test_declining_a_question_tells_the_model(client: Client, asked: Run) -> Non
     post(client, question(asked), verdict="deny", answer="card", post="yes")
     assert question(asked).status == ApprovalStatus.DENIED
     assert tool_results(asked)["q1"] == ("Tool call denied.", True)
+
+
+def test_a_client_tools_result_is_recorded_from_the_run_page_as_json(
+    client: Client, ann: User
+) -> None:
+    run = suspended("client_caller", owner=ann)
+    html = client.get(run_url(run)).content.decode()
+    assert "The client tool's result (JSON)" in html
+    call = approval(run, "pick_colour")
+    refused = post(client, call, answer="{nope", post="yes")
+    assert messages_of(refused) == [
+        "Nothing was recorded: Answer: enter it as JSON (text in double quotes)."
+    ]
+    post(client, call, answer='{"colour": "blue"}', post="yes")
+    assert tool_results(run)["c1"] == ({"colour": "blue"}, False)
