@@ -36,8 +36,9 @@ ACTIONS = (*VERDICTS, "open")
 # The kinds of approval a link decides; others (a question) are only opened.
 DECIDED_BY_LINK = frozenset({ApprovalKind.APPROVAL, ApprovalKind.OUTCOME_UNKNOWN})
 LABELS = {"approve": _("Approve"), "deny": _("Deny"), "open": _("Open")}
-# A call a crash left in doubt is answered in the admin's words.
+# A call a crash left in doubt is answered in the admin's words; so is a question.
 IN_DOUBT_LABELS = {**LABELS, "approve": _("Run it again"), "deny": _("Mark it failed")}
+QUESTION_LABELS = {**LABELS, "approve": _("Answer"), "deny": _("Decline to answer")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +92,11 @@ def links(approval: Approval) -> dict[str, str]:
 
 def label(approval: Approval, action: str) -> str:
     """What a button or link doing ``action`` on ``approval`` says."""
-    in_doubt = approval.kind == ApprovalKind.OUTCOME_UNKNOWN
-    return str((IN_DOUBT_LABELS if in_doubt else LABELS)[action])
+    labels = {
+        ApprovalKind.OUTCOME_UNKNOWN: IN_DOUBT_LABELS,
+        ApprovalKind.QUESTION: QUESTION_LABELS,
+    }.get(ApprovalKind(approval.kind), LABELS)
+    return str(labels[action])
 
 
 def site_url() -> str:

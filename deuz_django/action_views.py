@@ -21,6 +21,11 @@ older than ``APPROVAL_MAX_AGE``          410     says it can no longer be decide
 a bad form (an unknown verdict, …)       400     which field, nothing recorded
 waiting                                  200     the call and its buttons
 =======================================  ======  ==========================================
+
+A question (an approval of kind ``question``) is answered on the page: its link only
+opens it, and the form carries the answer (a choice, text, or JSON for a question with a
+schema) with *Answer*, or declines with *Decline to answer*. An answer that does not fit
+the question is refused by the verdict's check, reported on the page, and not recorded.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from .admin.decisions import REASON_MAX_LENGTH, decide, form_problems
 from .emails import expires_at
 from .models import IN_DOUBT, Approval, ApprovalKind
 from .permissions import can_view_run, decide_refusal, is_signed_in
+from .questions import question_of, read_answer
 from .transcript import pretty
 from .verdicts import is_expired
 
@@ -56,6 +62,12 @@ class ActionForm(forms.Form):
     verdict = forms.ChoiceField(label=gettext_lazy("Verdict"))
     reason = forms.CharField(
         label=gettext_lazy("Reason (optional)"),
+        required=False,
+        max_length=REASON_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
+    answer = forms.CharField(
+        label=gettext_lazy("Your answer"),
         required=False,
         max_length=REASON_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -110,7 +122,8 @@ def approval_action(request: HttpRequest, token: str) -> HttpResponse:
             title=_("This call can no longer be decided"),
             problem=_("It waited longer than approvals may wait."),
         )
-    if approval.kind not in DECIDED_BY_LINK:
+    asking = approval.kind == ApprovalKind.QUESTION
+    if approval.kind not in DECIDED_BY_LINK and not asking:
         return page(request, 200, approval, title=_("This call waits for you"))
     allowed = [
         verdict
@@ -133,21 +146,31 @@ def approval_action(request: HttpRequest, token: str) -> HttpResponse:
     )
     if request.method == "GET":
         return page(request, 200, approval, form=form, verdicts=allowed)
-    if not form.is_valid():
+    answer, problem = None, None
+    if form.is_valid():
+        approved = VERDICTS[form.cleaned_data["verdict"]]
+        try:
+            answer = read_answer(approval, form.cleaned_data["answer"] or "")
+        except ValueError as error:
+            problem = str(error)
+    else:
+        problem = form_problems(form)
+    if problem is not None:
         return page(
             request,
             400,
             approval,
             title=_("Nothing was recorded"),
-            problem=form_problems(form),
+            problem=problem,
             form=form,
             verdicts=allowed,
         )
     decide(
         request,
         [approval],
-        approved=VERDICTS[form.cleaned_data["verdict"]],
+        approved=approved,
         reason=form.cleaned_data["reason"],
+        answer=answer if approved else None,
     )
     return HttpResponseRedirect(request.get_full_path())
 
@@ -180,12 +203,18 @@ def page(
         "buttons": [(v, label(approval, v)) for v in verdicts] if approval else [],
     }
     if approval is not None:
+        question = question_of(approval)
         context.update(
             input=pretty(approval.input),
             edited=None
             if approval.edited_input is None
             else pretty(approval.edited_input),
             in_doubt=IN_DOUBT if approval.kind == ApprovalKind.OUTCOME_UNKNOWN else "",
+            question=question,
+            schema=""
+            if question is None or question.schema is None
+            else pretty(question.schema),
+            answer=None if approval.answer is None else pretty(approval.answer),
             expires_at=expires_at(approval) if approval.is_pending else None,
             admin_url=_admin_url(request, approval),
         )

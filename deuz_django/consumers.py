@@ -7,7 +7,7 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
     {"type": "subscribe", "runId": "…", "lastSeq": 41}             # replay after 41, then tail
     {"type": "unsubscribe", "runId": "…"}
     {"type": "approval-response", "runId": "…", "approvalId": "…", "approved": true,
-     "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow"
+     "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow", "answer"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
 
 Server → client::
@@ -182,6 +182,7 @@ class RunConsumer(AsyncWebsocketConsumer):
             result=verdict.result,
             edited_input=verdict.edited_input,
             allow=verdict.allow,
+            answer=verdict.answer,
         )
         await self._send(
             type="approval-recorded",

@@ -30,7 +30,7 @@ def schedule_deadlines(run_pk: int, approval_ids: Sequence[str]) -> None:
         Approval.objects.filter(
             run_id=run_pk,
             approval_id__in=approval_ids,
-            kind=ApprovalKind.APPROVAL,
+            kind__in=[ApprovalKind.APPROVAL, ApprovalKind.QUESTION],
             status=ApprovalStatus.PENDING,
             remind_at=None,
             deadline_at=None,

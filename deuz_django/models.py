@@ -215,6 +215,11 @@ class ApprovalKind(models.TextChoices):
     APPROVAL = "approval", _("approval")
     # A call started before a crash and left no outcome: did it happen?
     OUTCOME_UNKNOWN = "outcome_unknown", _("outcome unknown")
+    # A question tool's call asks a person; their answer is the call's result.
+    QUESTION = "question", _("question")
+    # A client tool's call (a tool without execute) waits for the result the client
+    # sends (D11); recorded as the verdict's answer, it becomes the call's result.
+    CLIENT_TOOL = "client_tool", _("client tool result")
 
 
 # What an ``outcome_unknown`` approval asks, in the words every surface shows.
@@ -247,7 +252,10 @@ class Approval(models.Model):
     (its tool is not ``idempotent``): approving it with a result records that result
     ("it happened"), approving it without one runs it again, denying it marks it failed.
     Rows belong to the root run the user sees, also for calls of sub-agents (``agent_path``).
-    A decided row never changes again.
+    A ``question`` row is a question tool's call (``question`` holds what it asks): it is
+    approved with the ``answer`` (``decided_by`` answered), which becomes the call's
+    result; so is a ``client_tool`` row, a client tool's call waiting for the result the
+    client sends. A decided row never changes again.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
@@ -282,6 +290,10 @@ class Approval(models.Model):
     # model's). The edit is part of the approving verdict, so its editor is
     # ``decided_by``.
     edited_input = models.JSONField(null=True, blank=True)
+    # Questions for a person (deuz_django.questions): what the call asks (text, and
+    # choices or a JSON schema) and the answer its approving verdict gave.
+    question = models.JSONField(null=True, blank=True)
+    answer = models.JSONField(null=True, blank=True)
     # An automatic decision: the standing rule or the grant that made it (a rule or a
     # grant that decided something is never deleted, only switched off or revoked).
     decided_by_rule = models.ForeignKey(
@@ -320,7 +332,7 @@ class Approval(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["run", "approval_id"],
-                condition=Q(kind="approval"),
+                condition=Q(kind__in=["approval", "question", "client_tool"]),
                 name="deuz_approval_per_run",
             ),
             # A call in doubt again after a "run it again" gets a new row; one pending.

@@ -1,5 +1,6 @@
 """The approval rows turned into the approval responses a run's next leg settles with:
-approved rows (with their token, and an edited input when a person changed it), the rest
+approved rows (with their token, an edited input when a person changed it, the answer to
+a question), the rest
 denied or expired — and the token age that settle accepts for them."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from .verdicts import (
     announce_verdict,
     is_expired,
     max_age,
-    pending_ids,
     user_or_none,
+    waiting_ids,
 )
 
 
@@ -31,7 +32,7 @@ def collect_verdicts(
     now") the undecided rest are recorded ``denied``. Without it an undecided row makes
     the run not resumable yet, and nothing is written.
     """
-    ids = pending_ids(run)
+    ids = waiting_ids(run)
     if not ids:
         return []
     rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
@@ -68,6 +69,8 @@ def collect_verdicts(
             approved = {"approvalId": approval_id, "approved": True, "token": row.token}
             if row.edited_input is not None:
                 approved["editedInput"] = row.edited_input
+            if row.answer is not None:
+                approved["answer"] = row.answer
             verdicts.append(approved)
         else:
             reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT

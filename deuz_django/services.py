@@ -158,6 +158,7 @@ def decide_approval(
     result: RecordedResult | None = None,
     edited_input: dict[str, Any] | None = None,
     allow: Allow | None = None,
+    answer: Any = None,
 ) -> Decision:
     """Record one verdict, atomically and once; the caller continues the run when
     ``decision.run_ready`` (:func:`continue_run`).
@@ -166,6 +167,7 @@ def decide_approval(
     its outcome" (only with ``approved=True``; see :mod:`deuz_django.verdicts`).
     ``edited_input`` approves a call of an ``editable`` tool with that input instead;
     ``allow`` approves and allows the tool's later calls (:mod:`deuz_django.grants`).
+    ``answer`` (with ``approved=True``) answers a question (:mod:`deuz_django.questions`).
 
     The checks of :func:`deuz_django.verdicts.check_verdict`: anonymous users get
     :class:`NotPermitted`; an approval on a run the user may not see is
@@ -184,6 +186,7 @@ def decide_approval(
             result=result,
             edited_input=edited_input,
             allow=allow,
+            answer=answer,
         ),
     )
 

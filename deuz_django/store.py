@@ -50,7 +50,7 @@ from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
 from .models import Run, RunMessage
 from .step_journal import DjangoStepJournal
-from .suspensions import record_approvals
+from .suspensions import record_approvals, record_client_calls
 
 _REMEMBERED_RUNS = 1000
 
@@ -152,6 +152,9 @@ class DjangoSessionStore:
                 )
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
                 record_approvals(pk, run_id, checkpoint.pending_approvals)
+            if checkpoint.status == "suspended" and not is_child_run_id(run_id):
+                agent = Run.objects.values_list("agent", flat=True).get(pk=pk)
+                record_client_calls(pk, agent, messages)
         self._remember(run_id, pk, messages, checkpoint.step_index)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
@@ -264,8 +267,9 @@ class DjangoSessionStore:
     @staticmethod
     def _appends(remembered: _Remembered, checkpoint: AgentCheckpoint) -> bool:
         """Whether the save only appends to the remembered history (and records no
-        approvals): the one-statement write of :mod:`.boundary_write`."""
-        if checkpoint.pending_approvals and not is_child_run_id(checkpoint.run_id):
+        approvals or client tool calls): the one-statement write of
+        :mod:`.boundary_write`."""
+        if checkpoint.status == "suspended" and not is_child_run_id(checkpoint.run_id):
             return False
         stored = len(remembered.messages)
         return _common_prefix(remembered.messages, checkpoint.messages) == stored

@@ -25,6 +25,10 @@ Edit, then approve: an approving verdict on a call of an ``editable`` tool may c
 edit_refusal`) and must pass the tool's schema; the token still pins the model's call, so
 an edit never changes which tool runs. The row keeps both inputs; the next leg runs the
 tool with the edited one and tells the model so.
+
+Questions for a person: an approving verdict on a ``question`` row carries the
+``answer``, checked against the row's question (:mod:`deuz_django.questions`) before
+anything is written; the row keeps it, and the next leg makes it the call's result.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from .permissions import (
     edit_refusal,
     is_signed_in,
 )
+from .questions import answer_problem, recorded_answer
 from .signals import approval_decided, send_on_commit
 from .standing import StandingRule
 from .step_journal import calls_in_doubt
@@ -119,6 +124,8 @@ class Verdict:
     edited_input: dict[str, Any] | None = None
     # "Approve, and allow this tool": the grant the approval makes (deuz_django.grants).
     allow: Allow | None = None
+    # Questions for a person: the answer an approving verdict gives (None: no answer).
+    answer: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +241,13 @@ def state_refusal(
                 problem,
                 "editedInput",
             )
+    problem = answer_problem(approval, verdict.approved, verdict.answer)
+    if problem is not None:
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "answer",
+        )
     refused = (
         None
         if verdict.allow is None
@@ -248,6 +262,8 @@ def state_refusal(
         )
     if not verdict.approved:
         return None  # a denial needs no token
+    if approval.kind == ApprovalKind.CLIENT_TOOL:
+        return None  # D11: no request was signed for a client tool's call
     token = approval.token if verdict.token is None else verdict.token
     problem = token_refusal(approval, token)
     if problem is None:
@@ -328,6 +344,7 @@ def record_verdict(
             reason=reason,
             operator=operator,
             edited_input=_edited_input(approval, verdict, status),
+            answer=recorded_answer(approval, status, verdict.answer),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
             decided_by_grant=automatic if isinstance(automatic, Grant) else None,
         )
@@ -435,10 +452,22 @@ def pending_ids(run: Run) -> list[str]:
     return [item["approvalId"] for item in decode_json(run.pending_approvals)]
 
 
+def waiting_ids(run: Run) -> list[str]:
+    """The approval ids a suspended run's next leg settles: those its checkpoint is
+    suspended on, and its client tool calls (D11: rows of kind ``client_tool``; one
+    from an earlier suspension names no open call, and settle ignores it)."""
+    if run.status != RunStatus.SUSPENDED:
+        return []
+    client_calls = run.approvals.filter(kind=ApprovalKind.CLIENT_TOOL).exclude(
+        approval_id__in=pending_ids(run)
+    )
+    return [*pending_ids(run), *client_calls.values_list("approval_id", flat=True)]
+
+
 def current_pending(run: Run) -> QuerySet[Approval]:
     """The approvals the run still waits for: undecided and not yet too old to decide."""
     pending = run.approvals.filter(
-        approval_id__in=pending_ids(run), status=ApprovalStatus.PENDING
+        approval_id__in=waiting_ids(run), status=ApprovalStatus.PENDING
     )
     cutoff = expiry_cutoff()
     return pending if cutoff is None else pending.filter(created_at__gt=cutoff)

@@ -9,6 +9,9 @@
   request goes to the "Finance leads" group too, and an hour later it times out — the
   customer is told, and may ask again (``DEUZ_DEMO_DEADLINE_SCALE`` shrinks those
   times, for tests);
+- ``ask_human`` (built in) asks the customer a question in the chat: a customer who
+  mentions store credit ("refund A-1001 or give me store credit") is asked whether the
+  refund goes to the card or is store credit, and the answer goes into the refund;
 - ``send_email`` is approved by the customer in the chat;
 - ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
   chat with the agent path ``researcher``.
@@ -35,6 +38,7 @@ from deuz_django.core import (
     ToolContext,
     ToolResultPart,
     agent_tool,
+    ask_human,
     tool,
 )
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
@@ -51,6 +55,10 @@ SYSTEM = (
 ORDER_NUMBER = re.compile(r"\b([A-Z]-\d{3,})\b", re.IGNORECASE)
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 AMOUNT = re.compile(r"\$\s?(\d+(?:\.\d{1,2})?)")
+REFUND_METHOD = {
+    "question": "Should the refund go back to your card, or be store credit?",
+    "choices": ["card", "store credit"],
+}
 STREAM_DELAY = float(os.environ.get("DEUZ_DEMO_STREAM_DELAY", "0.03"))
 DEADLINE_SCALE = float(os.environ.get("DEUZ_DEMO_DEADLINE_SCALE", "1"))
 
@@ -225,17 +233,28 @@ def support_reply(request: ModelRequest) -> ScriptedReply:
         ok, found = _outcome(done["lookup_order"])
         if not ok:
             return _say(f"I couldn't find that order: {found}")
+        # A customer who mentions store credit is asked how they want the refund.
+        if "credit" in lowered and "ask_human" not in done:
+            return _call(f"ask_{turn}", "ask_human", REFUND_METHOD)
+        method = None
+        if "ask_human" in done:
+            answered, method = _outcome(done["ask_human"])
+            if not answered:
+                return _say(f"Understood, I won't refund it yet. ({method})")
         if "issue_refund" not in done:
             # The amount the customer names ("refund $15 on A-1003"), else the total.
             total = float(done["lookup_order"].result["total"])  # type: ignore[index]
             asked = AMOUNT.search(text)
             amount = min(total, float(asked.group(1))) if asked else total
+            why = "Customer request" + (f" (as {method})" if method else "")
             return _call(
                 f"refund_{turn}",
                 "issue_refund",
-                {"order_id": named, "amount": amount, "reason": "Customer request"},
+                {"order_id": named, "amount": amount, "reason": why},
             )
         ok, outcome = _outcome(done["issue_refund"])
+        if ok and method == "store credit":
+            return _say(f"Good news: {outcome} It is on your account as store credit.")
         if ok:
             return _say(
                 f"Good news: {outcome} It reaches your card in 3–5 business days."
@@ -355,7 +374,14 @@ def assistant() -> AgentSpec:
     )
     return AgentSpec(
         model=_model("support"),
-        tools=[lookup_order, latest_order, issue_refund, send_email, researcher],
+        tools=[
+            lookup_order,
+            latest_order,
+            ask_human,
+            issue_refund,
+            send_email,
+            researcher,
+        ],
         system=SYSTEM,
         max_steps=8,
         deadlines={"issue_refund": refund_deadline()},

@@ -65,7 +65,8 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     ``mayDecide`` is true; elsewhere (a refund, which only finance staff may approve) it
     shows that the call waits for staff. An approval of ``kind`` ``outcome_unknown`` (a
     call a crash left in doubt) is answered with "it happened" (and its result), "run it
-    again" or "mark it failed" instead. ``automatic`` names the standing rule or grant
+    again" or "mark it failed" instead; one of ``kind`` ``question`` is answered with the
+    form its request's question asks for. ``automatic`` names the standing rule or grant
     that decided a call, and its reason. A pending call with a deadline says when
     (``secondsLeft``, counted by the server's clock) and what then happens:
     ``escalateTo`` someone, or it times out.

@@ -43,6 +43,9 @@ DEUZ = {
         "twice": "tests.django.rule_agents.twice",
         "repeater": "tests.django.rule_agents.repeater",
         "timed_repeater": "tests.django.rule_agents.timed_repeater",
+        "questioner": "tests.django.question_agents.questioner",
+        "form_asker": "tests.django.question_agents.form_asker",
+        "client_caller": "tests.django.question_agents.client_caller",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

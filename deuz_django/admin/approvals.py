@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST
 
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, may_decide_some
+from ..questions import question_of
 from ..transcript import pretty
 from ..verdicts import is_expired
 from . import display
@@ -91,6 +92,8 @@ class ApprovalAdmin(ReadOnlyAdmin):
         "tool",
         "full_input",
         "edited",
+        "asked",
+        "answered",
         "agent",
         "owner",
         "created",
@@ -151,7 +154,18 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("input"))
     def call_input(self, obj: Approval) -> str:
-        return display.json_summary(obj.input)
+        """The call's input; for a question, what it asks (and its answer, once given)."""
+        question = question_of(obj)
+        if question is None:
+            return display.json_summary(obj.input)
+        answered = (
+            format_html("<br>{} {}", _("Answer:"), display.json_summary(obj.answer))
+            if obj.answer is not None
+            else ""
+        )
+        return format_html(
+            '<span class="deuz-question">{}</span>{}', question.text, answered
+        )
 
     @admin.display(description=gettext_lazy("run"), ordering="run__run_id")
     def run_link(self, obj: Approval) -> str:
@@ -247,6 +261,31 @@ class ApprovalAdmin(ReadOnlyAdmin):
             display.json_block(obj.edited_input, _("Edited input")),
         )
 
+    @admin.display(description=gettext_lazy("question"))
+    def asked(self, obj: Approval) -> str:
+        """What a question tool's call asks: its text, and its choices or schema."""
+        question = question_of(obj)
+        if question is None:
+            return display.EMPTY
+        if question.choices is not None:
+            shape = format_html(
+                '<br><span class="deuz-muted">{} {}</span>',
+                _("Choices:"),
+                ", ".join(question.choices),
+            )
+        elif question.schema is not None:
+            shape = display.json_block(question.schema, _("Answer schema"))
+        else:
+            shape = ""
+        return format_html("<p>{}</p>{}", question.text, shape)
+
+    @admin.display(description=gettext_lazy("answer"))
+    def answered(self, obj: Approval) -> str:
+        """A question's answer; who gave it is the status's decider."""
+        if obj.answer is None:
+            return display.EMPTY
+        return display.json_block(obj.answer, _("Answer"))
+
     @admin.display(description=gettext_lazy("agent path"))
     def agent(self, obj: Approval) -> str:
         return obj.agent_path_label or display.EMPTY
@@ -316,6 +355,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         result: str = "",
         edit: Any = None,
         allow: str = "",
+        answer: str = "",
     ) -> TemplateResponse:
         """The confirmation page; ``fields`` are posted back with the verdict.
 
@@ -323,7 +363,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
         doubt, the page asks in the words of its three answers and shows the ``result``
         that "it happened" will record; ``edit`` is the difference an edited input
         makes (:func:`display.input_diff`); ``allow`` says what the grant asked for
-        will approve."""
+        will approve; ``answer`` is a question's answer, as it will be recorded."""
         decidable, skipped = [], []
         for approval in selected:
             refusal = (
@@ -353,6 +393,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
             "result": result,
             "edit": edit,
             "allow": allow,
+            "question_answer": answer,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "media": self.media,
         }
@@ -416,6 +457,13 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 fields["allow_scope"] = allow.scope
                 if allow.hours is not None:
                     fields["allow_hours"] = str(allow.hours)
+            try:
+                answer = form.answer_of(approval)
+            except ValueError as error:
+                messages.error(request, _("Nothing was recorded: %s") % error)
+                return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
+            if answer is not None:
+                fields["answer"] = request.POST["answer"]
             return self._confirmation(
                 request,
                 [approval],
@@ -428,8 +476,14 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 if edited is None
                 else display.input_diff(approval.input, edited),
                 allow="" if allow is None else display.allowance(approval, allow),
+                answer="" if answer is None else pretty(answer),
             )
         else:
+            try:
+                answer = form.answer_of(approval)
+            except ValueError as error:
+                messages.error(request, _("Nothing was recorded: %s") % error)
+                return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
             decide(
                 request,
                 [approval],
@@ -438,5 +492,6 @@ class ApprovalAdmin(ReadOnlyAdmin):
                 result=form.recorded_result,
                 edited_input=form.edit_of(approval),
                 allow=form.allow,
+                answer=answer,
             )
         return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")

@@ -31,6 +31,7 @@ from ..exceptions import (
 )
 from ..grants import Allow
 from ..models import Approval, ApprovalKind, Run, RunStatus
+from ..questions import read_answer
 from ..standing import GrantScope
 from ..verdicts import RecordedResult
 from .display import decider, exact_time
@@ -79,6 +80,13 @@ class VerdictForm(ReasonForm):
     allow_hours = forms.IntegerField(
         label=gettext_lazy("For how many hours"), required=False
     )
+    # A question's answer: a choice or text as given, JSON for a question with a schema.
+    answer = forms.CharField(
+        label=gettext_lazy("Answer"),
+        required=False,
+        max_length=REASON_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
@@ -98,6 +106,13 @@ class VerdictForm(ReasonForm):
     @property
     def approved(self) -> bool:
         return self.cleaned_data["verdict"] != "deny"
+
+    def answer_of(self, approval: Approval) -> Any:
+        """The answer an approving verdict gives ``approval``'s question (``None``: none
+        given; :func:`~deuz_django.questions.read_answer` raises ``ValueError``)."""
+        if not self.approved:
+            return None
+        return read_answer(approval, self.cleaned_data.get("answer", ""))
 
     @property
     def allow(self) -> Allow | None:
@@ -173,12 +188,14 @@ def decide(
     result: RecordedResult | None = None,
     edited_input: dict[str, Any] | None = None,
     allow: Allow | None = None,
+    answer: Any = None,
 ) -> None:
     """Record one verdict per approval, report each outcome, resume the runs now ready.
 
     ``result`` is "it happened" on an ``outcome_unknown`` approval: the call's outcome;
     ``edited_input`` approves a call of an ``editable`` tool with that input instead;
-    ``allow`` approves and allows the tool's later calls (a grant).
+    ``allow`` approves and allows the tool's later calls (a grant); ``answer`` answers
+    a question.
     """
     recorded: list[Approval] = []
     ready: dict[int, Run] = {}
@@ -192,6 +209,7 @@ def decide(
                 result=result,
                 edited_input=edited_input,
                 allow=allow,
+                answer=answer,
             )
         except (NotPermitted, ApprovalNotFound) as error:
             messages.error(
@@ -204,10 +222,13 @@ def decide(
             messages.warning(request, already_decided(approval))
             continue
         except InvalidVerdict as error:
+            refused = (
+                _("%(call)s was not answered: %(why)s")
+                if approval.kind == ApprovalKind.QUESTION
+                else _("%(call)s was not approved: %(why)s")
+            )
             messages.error(
-                request,
-                _("%(call)s was not approved: %(why)s")
-                % {"call": call_label(approval), "why": error},
+                request, refused % {"call": call_label(approval), "why": error}
             )
             continue
         if decision.expired:
@@ -243,6 +264,10 @@ def _recorded_text(
     """What was recorded, in the words of the question asked: for calls a crash left in
     doubt "it happened", "run it again" or "mark it failed", else approved or denied."""
     count = len(recorded)
+    if approved and all(a.kind == ApprovalKind.QUESTION for a in recorded):
+        return ngettext(
+            "Answered %(calls)s.", "Answered %(count)d calls: %(calls)s.", count
+        )
     if all(a.kind == ApprovalKind.OUTCOME_UNKNOWN for a in recorded):
         if result is not None:
             return ngettext(

@@ -18,9 +18,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..conf import deuz_settings
+from ..core.questions import Question
 from ..grants import Allow, allow_problem, max_hours
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
 from ..permissions import decide_refusal, edit_refusal, is_editable
+from ..questions import question_of
 from ..standing import GrantScope
 from ..transcript import pretty, sections
 from . import display
@@ -67,6 +69,26 @@ class PendingRow:
     @property
     def input(self) -> str:
         return pretty(self.approval.input)
+
+    @property
+    def question(self) -> Question | None:
+        """What a question tool's call asks: answered with a form, not Approve/Deny."""
+        return question_of(self.approval)
+
+    @property
+    def client_call(self) -> bool:
+        """A client tool's call waiting for its result (D11), recorded as JSON here."""
+        return self.approval.kind == ApprovalKind.CLIENT_TOOL
+
+    @property
+    def schema(self) -> str:
+        """The JSON schema a question's answer must match, for people to read."""
+        question = self.question
+        return (
+            ""
+            if question is None or question.schema is None
+            else pretty(question.schema)
+        )
 
     @property
     def deadline(self) -> str:

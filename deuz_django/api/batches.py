@@ -68,6 +68,7 @@ def read_verdict(fields: dict[str, Any]) -> Verdict:
         RecordedResult(fields["result"]) if "result" in fields else None,
         fields.get("editedInput"),
         None if allow is None else Allow(allow["scope"], allow.get("hours")),
+        fields.get("answer"),
     )
 
 

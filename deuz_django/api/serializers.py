@@ -213,7 +213,21 @@ class VerdictSerializer(serializers.Serializer):
         ),
     )
 
+    answer = serializers.JSONField(
+        required=False,
+        help_text=(
+            "Only with approved=true on an approval of kind question: the answer — "
+            "one of its choices, a JSON value matching its schema, or text. It is "
+            "checked against the question and becomes the call's result. On one of "
+            "kind client_tool: the client tool's result (any JSON value; no token)."
+        ),
+    )
+
     def validate_result(self, value: Any) -> Any:
+        check_json_text(value)
+        return value
+
+    def validate_answer(self, value: Any) -> Any:
         check_json_text(value)
         return value
 
@@ -332,6 +346,20 @@ class AutomaticDecisionSerializer(serializers.Serializer):
     )
 
 
+class QuestionSerializer(serializers.Serializer):
+    """What a question tool's call asks a person (deuz_django.questions)."""
+
+    text = serializers.CharField()
+    choices = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="The answer is one of these.",
+    )
+    schema = serializers.JSONField(
+        required=False, help_text="A JSON Schema the answer must match."
+    )
+
+
 class ApprovalSerializer(serializers.ModelSerializer):
     """A gated call and its verdict; ``token`` is present while the approval is pending."""
 
@@ -341,7 +369,9 @@ class ApprovalSerializer(serializers.ModelSerializer):
         help_text=(
             "approval: a gated call asks to run; outcome_unknown: a call started "
             "before a crash and left no outcome (answer with a result, approve to run "
-            "it again, or deny to mark it failed)."
+            "it again, or deny to mark it failed); question: a call asks a person "
+            "(approve with an answer; deny to decline); client_tool: a client tool's "
+            "call waits for the result its client sends (approve with it as answer)."
         ),
     )
     runId = serializers.CharField(source="run.run_id")
@@ -354,6 +384,13 @@ class ApprovalSerializer(serializers.ModelSerializer):
         source="edited_input",
         allow_null=True,
         help_text="The arguments a person changed the call to before approving it.",
+    )
+    question = QuestionSerializer(
+        allow_null=True, help_text="What a question asks; null for other kinds."
+    )
+    answer = serializers.JSONField(
+        allow_null=True,
+        help_text="A question's answer (its decidedBy answered); null before.",
     )
     agentPath = serializers.ListField(
         child=serializers.CharField(), source="agent_path"
@@ -397,6 +434,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "toolName",
             "input",
             "editedInput",
+            "question",
+            "answer",
             "agentPath",
             "token",
             "status",

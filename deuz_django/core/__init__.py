@@ -5,9 +5,11 @@
 """
 
 from ._loop.options import PrepareStepInfo, StepOverrides
+from ._loop.settle import waiting_client_calls
 from .abort import AbortController, AbortSignal
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse
+from .ask_human import ask_human
 from .deps import Clock, Deps, PriceProvider, SystemClock
 from .exceptions import (
     CheckpointNotFoundError,
@@ -56,6 +58,7 @@ from .parts import (
     ToolOutputPart,
     ToolStatePart,
 )
+from .questions import Question
 from .results import GenerateTextResult, StepResult
 from .stop import (
     StepInfo,
@@ -100,6 +103,7 @@ __all__ = [
     "PrepareStepInfo",
     "PriceProvider",
     "ProviderNotInstalledError",
+    "Question",
     "RateLimitError",
     "ReasoningDeltaPart",
     "ReasoningPart",
@@ -133,6 +137,7 @@ __all__ = [
     "ToolUsePart",
     "Usage",
     "agent_tool",
+    "ask_human",
     "cost_exceeds",
     "duration_exceeds",
     "generate_text",
@@ -141,4 +146,5 @@ __all__ = [
     "stream_chat",
     "tool",
     "total_tokens_exceed",
+    "waiting_client_calls",
 ]

@@ -8,11 +8,14 @@ from typing import Any, Protocol
 
 from ._kept import keep
 from .exceptions import InvalidInputError
+from .questions import Question
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalRequest:
     """A gated tool call waiting for a verdict; ``agent_path`` names the asking sub-agent.
+    The call of a question tool carries its ``question`` (JSON key ``question``, after
+    ``input``; absent otherwise, so an approval's JSON is the reference's).
 
     One read with :meth:`from_json` writes back the object it was read from, unknown keys
     included, so it signs as the reference signs it (R10.2: every own key).
@@ -24,6 +27,7 @@ class ToolApprovalRequest:
     input: Any
     agent_path: tuple[str, ...] | None = None
     token: str | None = None
+    question: Question | None = None
     _json: dict[str, Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -38,6 +42,8 @@ class ToolApprovalRequest:
             "toolName": self.tool_name,
             "input": self.input,
         }
+        if self.question is not None:
+            out["question"] = self.question.to_json()
         if self.agent_path:
             out["agentPath"] = list(self.agent_path)
         if self.token is not None:
@@ -62,6 +68,7 @@ class ToolApprovalRequest:
         token = data.get("token")
         if token is not None and not isinstance(token, str):
             raise InvalidInputError(f"{path}.token: expected a string")
+        question = data.get("question")
         request = cls(
             approval_id=data["approvalId"],
             tool_call_id=data["toolCallId"],
@@ -69,6 +76,9 @@ class ToolApprovalRequest:
             input=data.get("input"),
             agent_path=tuple(agent_path) if agent_path else None,
             token=token,
+            question=None
+            if question is None
+            else Question.from_json(question, path=f"{path}.question"),
         )
         return keep(request, dict(data))
 
@@ -80,6 +90,8 @@ class ToolApprovalResponse:
     ``edited_input`` (only when approving a call of an ``editable`` tool) is the input a
     person changed the call to: the token still pins the model's call, the tool runs with
     the edited input, and its result tells the model so (:func:`edited_result`).
+    ``answer`` (only when approving the call of a question tool) is a person's answer:
+    checked against the question on resume, it becomes the call's result.
     """
 
     approval_id: str
@@ -87,6 +99,7 @@ class ToolApprovalResponse:
     reason: str | None = None
     token: str | None = None
     edited_input: dict[str, Any] | None = None
+    answer: Any = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -99,6 +112,8 @@ class ToolApprovalResponse:
             out["token"] = self.token
         if self.edited_input is not None:
             out["editedInput"] = self.edited_input
+        if self.answer is not None:
+            out["answer"] = self.answer
         return out
 
     @classmethod
@@ -132,6 +147,7 @@ class ToolApprovalResponse:
             reason=reason,
             token=token,
             edited_input=edited,
+            answer=data.get("answer"),
         )
 
 

@@ -34,17 +34,20 @@ if TYPE_CHECKING:
     from .approvals import ApprovalSignerLike
     from .durable.session import DurableSession
     from .parts import StreamPart
+    from .questions import QuestionSource
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One call the model made (SPEC R1.14); ``edited_from`` is the model's input when a
-    person edited ``args`` before approving the call."""
+    person edited ``args`` before approving the call; ``answer`` is a person's answer to
+    a question tool's call (``None``: none given)."""
 
     tool_call_id: str
     tool_name: str
     args: Any
     edited_from: Any = None
+    answer: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class ToolContext:
 
     ``resumed`` is True when the call comes from a checkpoint's history and runs again on
     resume (settle), rather than having been issued by the model in this leg.
+    ``answer`` is a person's answer to the call of a question tool.
 
     :attr:`idempotency_key` names the call for the services it touches: pass it on, and a
     call that runs again (after a crash, on resume) has its effect once::
@@ -106,6 +110,7 @@ class ToolContext:
     root_run_id: str | None = None
     resumed: bool = False
     idempotency_scope: str = ""
+    answer: Any = None
 
     @property
     def idempotency_key(self) -> str:
@@ -148,6 +153,9 @@ class Tool:
     (separation of duties); ``timeout_ms`` abandons a call that runs longer.
     ``idempotent``: the tool is safe to run again if a crash leaves its outcome unknown.
     ``editable``: a person deciding its approval may edit its input before approving.
+    ``question``: the call asks a person (a :class:`~deuz_django.core.questions.Question`,
+    or a function building one from the input): the run suspends until it is answered,
+    and the answer is its result (``execute``, if given, receives it as ``ctx.answer``).
     ``sub_tools`` lists the tools of the sub-agent behind an ``agent_tool``, so approval
     rules of a nested gated call can be found from its agent path.
     """
@@ -163,6 +171,7 @@ class Tool:
     timeout_ms: float | None = None
     idempotent: bool = False
     editable: bool = False
+    question: QuestionSource | None = None
     sub_tools: Mapping[str, Tool] | None = None
 
 
@@ -239,6 +248,7 @@ def _build(
     timeout_ms: float | None,
     idempotent: bool,
     editable: bool,
+    question: QuestionSource | None,
 ) -> Tool:
     hints = typing.get_type_hints(fn)
     fields: dict[str, Any] = {}
@@ -294,6 +304,7 @@ def _build(
         timeout_ms=timeout_ms,
         idempotent=idempotent,
         editable=editable,
+        question=question,
     )
 
 
@@ -312,6 +323,7 @@ def tool(
     timeout_ms: float | None = None,
     idempotent: bool = False,
     editable: bool = False,
+    question: QuestionSource | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -327,6 +339,7 @@ def tool(
     timeout_ms: float | None = None,
     idempotent: bool = False,
     editable: bool = False,
+    question: QuestionSource | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function; its docstring's first paragraph describes it.
 
@@ -345,6 +358,7 @@ def tool(
             timeout_ms=timeout_ms,
             idempotent=idempotent,
             editable=editable,
+            question=question,
         )
 
     return decorate(fn) if fn is not None else decorate

@@ -38,6 +38,7 @@ CORE = {
     "PrepareStepInfo",
     "PriceProvider",
     "ProviderNotInstalledError",
+    "Question",
     "RateLimitError",
     "ReasoningDeltaPart",
     "ReasoningPart",
@@ -71,6 +72,7 @@ CORE = {
     "ToolUsePart",
     "Usage",
     "agent_tool",
+    "ask_human",
     "cost_exceeds",
     "duration_exceeds",
     "generate_text",
@@ -79,6 +81,7 @@ CORE = {
     "stream_chat",
     "tool",
     "total_tokens_exceed",
+    "waiting_client_calls",
 }
 
 DURABLE = {

@@ -97,6 +97,60 @@ def test_a_refund_over_20_dollars_still_waits_for_staff(shop: Any) -> None:
     assert pending(run).input["amount"] == 25
 
 
+def _answered(run: Run, user: User, answer: str) -> Run:
+    """Answer the run's pending question (echoing its token, as the chat does), resume."""
+    question = pending(run)
+    decision = services.decide_approval(
+        question, user=user, approved=True, answer=answer, token=question.token
+    )
+    assert decision.run_ready
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_customer_who_mentions_store_credit_is_asked_and_the_answer_is_used(
+    shop: Any,
+) -> None:
+    run = ask(shop["customer"], "Refund order A-1001 or give me store credit")
+    assert run.status == "suspended"
+    question = pending(run)
+    assert (question.kind, question.tool_name, question.question) == (
+        "question",
+        "ask_human",
+        {
+            "text": "Should the refund go back to your card, or be store credit?",
+            "choices": ["card", "store credit"],
+        },
+    )
+
+    run = _answered(run, shop["customer"], "store credit")
+
+    assert run.status == "suspended"  # the refund itself still waits for staff
+    refund = pending(run)
+    assert refund.input["reason"] == "Customer request (as store credit)"
+    run = decide(run, shop["staff"], approved=True)
+    assert answer(run) == (
+        "Good news: Refunded $249.00 on A-1001. It is on your account as store credit."
+    )
+    assert (
+        Approval.objects.get(run=run, tool_name="ask_human").decided_by
+        == (shop["customer"])
+    )
+
+
+def test_a_question_the_customer_declines_refunds_nothing(shop: Any) -> None:
+    run = ask(shop["customer"], "Refund order A-1002 or store credit?")
+    services.decide_approval(
+        pending(run), user=shop["customer"], approved=False, reason="Not now."
+    )
+    services.resume_run(run.run_id)
+    assert answer(run) == (
+        "Understood, I won't refund it yet. (Tool call denied. Reason: Not now.)"
+    )
+    assert Order.objects.get(number="A-1002").refunded == Decimal("0")
+
+
 def test_a_refund_staff_deny_is_explained_and_refunds_nothing(shop: Any) -> None:
     run = ask(shop["customer"], "Please refund order A-1002")
     run = decide(run, shop["staff"], approved=False, reason="Outside the policy.")

@@ -14,6 +14,7 @@ from ..abort import AbortSignal
 from ..approvals import ApprovalSignerLike, ToolApprovalRequest
 from ..deps import Deps
 from ..messages import Message
+from ..questions import question_of
 from ..tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
 
 TOKEN_DENIAL_REASON = (
@@ -31,10 +32,21 @@ class Denial:
     reason: str | None = None
 
 
+NO_ANSWER_REASON = "No answer was given to the question."
+
+
 def is_client_tool(tools: Mapping[str, Tool], name: str) -> bool:
-    """A real client tool is a declared tool without ``execute`` (R5.4)."""
+    """A real client tool is a declared tool without ``execute`` (R5.4) — and not a
+    question tool, whose answer comes with its verdict."""
     declared = tools.get(name)
-    return declared is not None and declared.execute is None
+    return (
+        declared is not None and declared.execute is None and declared.question is None
+    )
+
+
+def is_question(tools: Mapping[str, Tool], name: str) -> bool:
+    declared = tools.get(name)
+    return declared is not None and declared.question is not None
 
 
 async def is_gated(
@@ -45,7 +57,11 @@ async def is_gated(
 ) -> bool:
     """R5.1: a predicate that raises gates the call (the safe side)."""
     declared = tools.get(call.tool_name)
-    if declared is None or declared.needs_approval is False:
+    if declared is None:
+        return False
+    if declared.question is not None:
+        return True  # a question always waits for its person
+    if declared.needs_approval is False:
         return False
     if declared.needs_approval is True:
         return True
@@ -81,21 +97,29 @@ async def gate(
     approver: ServerApprover | None,
 ) -> tuple[dict[str, Denial], list[ToolCall]]:
     """One step's gate: server mode decides the gated calls now (their denials run as
-    results); client mode returns them as pending (R5.1–R5.3)."""
+    results); client mode returns them as pending (R5.1–R5.3). A question is pending in
+    both modes: only a person answers it."""
     if not any(
-        (declared := tools.get(c.tool_name)) is not None and declared.needs_approval
+        (declared := tools.get(c.tool_name)) is not None
+        and (declared.needs_approval or declared.question is not None)
         for c in calls
     ):
-        return {}, []  # the fast path: nothing declares needs_approval
+        return {}, []  # the fast path: nothing declares needs_approval or a question
     gated = [c for c in calls if await is_gated(tools, c, messages, signal)]
-    if approver is not None:
-        return await server_denials(approver, gated, messages), []
-    return {}, gated
+    if approver is None:
+        return {}, gated
+    questions = [c for c in gated if is_question(tools, c.tool_name)]
+    if questions:
+        return {}, questions
+    return await server_denials(approver, gated, messages), []
 
 
 def pending_requests(
-    calls: Sequence[ToolCall], agent_path: tuple[str, ...]
+    calls: Sequence[ToolCall],
+    agent_path: tuple[str, ...],
+    tools: Mapping[str, Tool],
 ) -> tuple[ToolApprovalRequest, ...]:
+    """One request per call; a question tool's call carries its question."""
     return tuple(
         ToolApprovalRequest(
             approval_id=call.tool_call_id,
@@ -103,6 +127,7 @@ def pending_requests(
             tool_name=call.tool_name,
             input=call.args,
             agent_path=agent_path or None,
+            question=question_of(tools.get(call.tool_name), call.args),
         )
         for call in calls
     )

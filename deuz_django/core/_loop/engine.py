@@ -341,7 +341,7 @@ class LoopRun:
             # R5.5: nothing in the batch runs; only the gated calls go out as requests.
             self.leg.record(turn, calls, (), (assistant,))
             requests = sign_requests(
-                pending_requests(gated, self.options.agent_path),
+                pending_requests(gated, self.options.agent_path, self.tools),
                 self.options.approval_signer,
                 self._binding_run_id,
                 self.deps,
@@ -405,7 +405,7 @@ class LoopRun:
         answered = {r.tool_call_id for r in results}
         in_doubt = [c for c in calls if c.tool_call_id not in answered]
         requests = sign_requests(
-            pending_requests(in_doubt, self.options.agent_path),
+            pending_requests(in_doubt, self.options.agent_path, {}),
             self.options.approval_signer,
             self._binding_run_id,
             self.deps,

@@ -125,6 +125,8 @@ async def _outcome(
     if declared is None:
         return error(unknown_tool_text(call.tool_name, tools))
     if declared.execute is None:
+        if call.answer is not None:  # a question tool's result is a person's answer
+            return ToolResult(call.tool_call_id, call.tool_name, call.answer)
         return error("No server-side executor.")
     args = call.args
     if declared.validate is not None:
@@ -262,6 +264,7 @@ async def stream_batch(
                     tool_call_id=call.tool_call_id,
                     tool_name=call.tool_name,
                     emit_part=emit,
+                    answer=call.answer,
                 ),
                 deps,
                 max_concurrency,

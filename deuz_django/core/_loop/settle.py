@@ -11,10 +11,12 @@ from ..abort import AbortSignal
 from ..approvals import ApprovalSignerLike, ToolApprovalResponse
 from ..durable.signer import token_problem
 from ..messages import Message, ToolResultPart, ToolUsePart
+from ..questions import question_of
 from ..tools import Tool, ToolArgumentsError, ToolCall
 from .approval import (
     CLIENT_TOOL_REASON,
     CONFLICT_REASON,
+    NO_ANSWER_REASON,
     NO_RESPONSE_REASON,
     TOKEN_DENIAL_REASON,
     Denial,
@@ -25,20 +27,27 @@ from .approval import (
 
 @dataclass(frozen=True, slots=True)
 class SettlePlan:
-    """The unanswered calls of the trailing assistant turn, which of them are denied, and
-    the input a person edited approved calls to (by call id)."""
+    """The unanswered calls of the trailing assistant turn, which of them are denied,
+    the input a person edited approved calls to and the answers people gave to questions
+    (both by call id)."""
 
     calls: tuple[ToolCall, ...]
     denials: dict[str, Denial]
     edits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
 
     def executed_calls(self) -> tuple[ToolCall, ...]:
         """The calls as they run: an edited one with its edited input (and the model's
-        input kept as ``edited_from``, so its result says a person changed it)."""
+        input kept as ``edited_from``, so its result says a person changed it), an
+        answered question with its answer."""
         return tuple(
-            ToolCall(c.tool_call_id, c.tool_name, self.edits[c.tool_call_id], c.args)
-            if c.tool_call_id in self.edits
-            else c
+            ToolCall(
+                c.tool_call_id,
+                c.tool_name,
+                self.edits.get(c.tool_call_id, c.args),
+                c.args if c.tool_call_id in self.edits else None,
+                self.answers.get(c.tool_call_id),
+            )
             for c in self.calls
         )
 
@@ -55,6 +64,31 @@ def edit_problem(tools: Mapping[str, Tool], call: ToolCall, edited: Any) -> str 
         except ToolArgumentsError as exc:
             return f"Invalid edited input: {exc}"
     return None
+
+
+def waiting_client_calls(
+    history: Sequence[Message], tools: Mapping[str, Tool]
+) -> tuple[ToolCall, ...]:
+    """The calls of client tools (tools without ``execute``) that a suspended run's
+    history waits on. A verdict on one — ``{"approvalId": <its call id>, "approved":
+    True, "answer": <its result>}`` — gives it its real result on resume (D11)."""
+    return tuple(
+        c
+        for c in unanswered_calls(tuple(history))
+        if is_client_tool(tools, c.tool_name)
+    )
+
+
+def answer_problem(
+    tools: Mapping[str, Tool], call: ToolCall, answer: Any
+) -> str | None:
+    """Why ``answer`` does not answer ``call``'s question (checked again here, fail
+    closed): the call must be a question tool's, and the answer must fit its question."""
+    question = question_of(tools.get(call.tool_name), call.args)
+    if question is None:
+        return f"{call.tool_name} calls ask no question."
+    problem = question.problem(answer)
+    return None if problem is None else f"Invalid answer: {problem}"
 
 
 def unanswered_calls(history: tuple[Message, ...]) -> tuple[ToolCall, ...]:
@@ -116,9 +150,19 @@ async def plan_settle(
     by_id = _verdicts_by_id(responses)
     denials: dict[str, Denial] = {}
     edits: dict[str, dict[str, Any]] = {}
+    answers: dict[str, Any] = {}
     for call in calls:
         verdict = by_id.get(call.tool_call_id)
-        if verdict is not None:
+        client = is_client_tool(tools, call.tool_name)
+        if (
+            client
+            and verdict is not None
+            and verdict.approved
+            and verdict.answer is not None
+        ):
+            # D11: the client's real result (no token: no request was ever signed).
+            answers[call.tool_call_id] = verdict.answer
+        elif verdict is not None:
             if not verdict.approved:
                 denials[call.tool_call_id] = Denial(verdict.reason)
             elif signer is not None and (
@@ -138,8 +182,16 @@ async def plan_settle(
                     edits[call.tool_call_id] = verdict.edited_input
                 else:
                     denials[call.tool_call_id] = Denial(problem)
-        elif is_client_tool(tools, call.tool_name):
+            elif verdict.answer is not None:
+                problem = answer_problem(tools, call, verdict.answer)
+                if problem is None:
+                    answers[call.tool_call_id] = verdict.answer
+                else:
+                    denials[call.tool_call_id] = Denial(problem)
+            elif question_of(tools.get(call.tool_name), call.args) is not None:
+                denials[call.tool_call_id] = Denial(NO_ANSWER_REASON)
+        elif client:
             denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
         elif await is_gated(tools, call, history, signal):
             denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
-    return SettlePlan(calls, denials, edits)
+    return SettlePlan(calls, denials, edits, answers)

@@ -129,7 +129,7 @@ class ToolCall {
     const name = this.name;
     switch (this.state) {
       case "awaiting-approval":
-        return `${name} waits for approval`;
+        return this.card?.question ? `${name} waits for your answer` : `${name} waits for approval`;
       case "executing":
         return this.paused ? `${name} paused until a call is decided` : `running ${name}…`;
       case "complete":
@@ -155,18 +155,22 @@ class ApprovalCard {
     this.known = false; // the server said who may decide it (and whether it was decided)
     this.automatic = null; // {decider, reason}: a standing rule or grant decided it
     this.allowed = false; // approved with "and allow for this chat"
+    this.question = part.question || null; // {text, choices?, schema?}: a question tool asks
     const headingId = `approval-${conversation.runId}-${part.approvalId}`;
     this.decision = h("div", { class: "decision", "aria-live": "polite" },
       h("p", { class: "muted" }, "Checking who may decide…"));
     this.heading = h("h3", { id: headingId });
-    this.title("Approval needed");
+    this.title(this.question ? "A question for you" : "Approval needed");
     // The call's deadline, counted down (role=timer: not read out at every tick).
     this.clock = h("p", { class: "deadline", role: "timer", hidden: true });
     this.ticking = null;
-    this.el = h("section", { class: "approval", "aria-labelledby": headingId, tabindex: "-1" },
+    this.el = h("section", { class: this.question ? "approval question" : "approval",
+      "aria-labelledby": headingId, tabindex: "-1" },
       this.heading,
       agentPath.length ? h("p", { class: "asked-by" }, `asked by ${agentPath.join(" › ")}`) : "",
-      h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
+      this.question
+        ? h("p", { class: "question-text" }, this.question.text)
+        : h("pre", { class: "tool-input" }, h("code", {}, JSON.stringify(part.input, null, 2))),
       this.clock,
       this.decision);
   }
@@ -181,7 +185,7 @@ class ApprovalCard {
 
   /** The card's heading: what it asks for, then how it was decided. */
   title(label) {
-    this.heading.textContent = `${label}: ${this.part.toolName}`;
+    this.heading.textContent = this.question ? label : `${label}: ${this.part.toolName}`;
   }
 
   /** What the server says about this approval: still pending, and may this user decide? */
@@ -206,6 +210,10 @@ class ApprovalCard {
       this.showButtons();
     } else {
       this.state = "staff";
+      if (this.question) {
+        this.show(h("p", { class: "waiting" }, "Waiting for a staff member's answer"));
+        return;
+      }
       this.show(h("p", { class: "waiting" }, "Waiting for staff approval"),
         h("p", { class: "muted" }, "A finance staff member decides this in the admin; " +
           "the conversation continues here once they have."));
@@ -249,6 +257,7 @@ class ApprovalCard {
 
   showButtons(problem = "") {
     if (this.kind === IN_DOUBT) return this.showAnswers(problem);
+    if (this.question) return this.showQuestionForm(problem);
     const reasonId = `${this.el.getAttribute("aria-labelledby")}-reason`;
     const reason = h("textarea", { id: reasonId, rows: "2" });
     const decide = (approved, allow) => {
@@ -304,6 +313,44 @@ class ApprovalCard {
         h("button", { type: "button", onclick: () => answer("failed") }, ANSWERS.failed.button)));
   }
 
+  /**
+   * A question: a button for each of its choices, fields generated from a simple JSON
+   * schema (a JSON box for any other schema), or a text box. The answer goes with the
+   * verdict and its token; the server checks it, and a bad one comes back as an error.
+   */
+  showQuestionForm(problem = "") {
+    const id = this.el.getAttribute("aria-labelledby");
+    const error = h("p", { class: "form-error", role: "alert" }, problem);
+    const reply = (answer) => {
+      if (this.send({ approved: true, answer }, "Sending your answer…")) this.answered = answer;
+    };
+    const decline = h("button", { type: "button", onclick: () =>
+      this.send({ approved: false, reason: "The person declined to answer." }, "Declining…") },
+    "Decline to answer");
+    const { choices, schema } = this.question;
+    if (choices) {
+      this.show(error, h("div", { class: "actions choices" },
+        ...choices.map((choice) => h("button", { type: "button", class: "primary",
+          onclick: () => reply(choice) }, choice)),
+        decline));
+      return;
+    }
+    const fields = schema ? schemaFields(schema, id) : textField(id);
+    const form = h("form", { class: "answer-form", novalidate: "" }, ...fields.elements,
+      h("div", { class: "actions" },
+        h("button", { type: "submit", class: "primary" }, "Send answer"), decline));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      try {
+        reply(fields.read());
+      } catch (problem) {
+        error.textContent = problem.message;
+      }
+    });
+    this.show(error, form);
+    form.querySelector("input, textarea, select")?.focus();
+  }
+
   /** Send a verdict; the card says so until the server answers. */
   send(verdict, sending) {
     if (!this.conversation.decide(this, verdict)) return false;
@@ -325,6 +372,7 @@ class ApprovalCard {
       return;
     }
     if (this.automatic && status !== "expired") return this.showAutomatic(status);
+    if (this.question && status === "approved") return this.showAnswered(this.answered);
     const text = {
       approved: this.allowed
         ? `Approved — later ${this.part.toolName} calls in this conversation are approved automatically.`
@@ -354,6 +402,7 @@ class ApprovalCard {
   /** The call moved on in the run: the verdict is settled, whoever gave it. */
   follow(tool) {
     if (tool.state === "awaiting-approval" || tool.state?.startsWith("input")) return;
+    if (this.question && tool.state === "executing") return; // its result is the answer
     // A call in doubt that runs again settles once more when its result arrives; so does an
     // approved call whose result says a person edited its input before approving.
     const editArrived = tool.output?.editedInput !== undefined && !this.edited;
@@ -367,8 +416,17 @@ class ApprovalCard {
     if (focused) this.decision.firstChild.focus();
   }
 
+  /** A question was answered (here or elsewhere): show the answer the run goes on with. */
+  showAnswered(answer) {
+    this.title("Answered");
+    const said = answer === undefined ? "" : typeof answer === "string" ? answer : JSON.stringify(answer);
+    this.show(h("p", { class: "outcome", tabindex: "-1" },
+      said ? `Answered: ${said} — the assistant continues.` : "Answered — the assistant continues."));
+  }
+
   settleApproval(tool) {
     if (this.automatic) return this.showAutomatic(tool.denied ? "denied" : "approved");
+    if (this.question && !tool.denied) return this.showAnswered(tool.output);
     if (!tool.denied && tool.output?.editedInput !== undefined) return this.settleEdited(tool);
     const expired = tool.denied && tool.deniedReason === EXPIRED_REASON;
     const timedOut = tool.denied && tool.deniedReason.startsWith(TIMED_OUT);
@@ -408,6 +466,73 @@ class ApprovalCard {
       tool.output === undefined ? "" : h("pre", { class: "tool-input recorded-result" },
         h("code", {}, JSON.stringify(tool.output, null, 2))));
   }
+}
+
+// -- the fields of an answer -----------------------------------------------------------------
+
+const SIMPLE_TYPES = new Set(["string", "integer", "number", "boolean"]);
+
+/** One text box: the answer is its text. */
+function textField(id) {
+  const box = h("textarea", { id: `${id}-answer`, rows: "3" });
+  return {
+    elements: [h("label", { for: box.id }, "Your answer"), box],
+    read() {
+      if (!box.value.trim()) throw new Error("Write your answer first.");
+      return box.value.trim();
+    },
+  };
+}
+
+/**
+ * Fields for an object schema whose properties are strings, numbers, booleans or enums;
+ * any other schema gets one JSON box. read() builds the answer (the server checks it).
+ */
+function schemaFields(schema, id) {
+  const properties = Object.entries(schema.properties || {});
+  const simple = schema.type === "object" && properties.length &&
+    properties.every(([, p]) => p.enum || SIMPLE_TYPES.has(p.type));
+  if (!simple) {
+    const box = h("textarea", { id: `${id}-answer`, rows: "4", class: "result-input" });
+    return {
+      elements: [h("label", { for: box.id }, "Your answer (JSON)"), box],
+      read() {
+        try {
+          return JSON.parse(box.value);
+        } catch {
+          throw new Error("Your answer: enter it as JSON (text in double quotes).");
+        }
+      },
+    };
+  }
+  const required = new Set(schema.required || []);
+  const inputs = properties.map(([name, property]) => {
+    const inputId = `${id}-answer-${name}`;
+    const input = property.enum
+      ? h("select", { id: inputId }, h("option", { value: "" }, "—"),
+        ...property.enum.map((v) => h("option", { value: JSON.stringify(v) }, String(v))))
+      : property.type === "boolean"
+        ? h("input", { id: inputId, type: "checkbox" })
+        : h("input", { id: inputId, type: property.type === "string" ? "text" : "number",
+          step: property.type === "integer" ? "1" : "any" });
+    const label = `${property.title || name}${required.has(name) ? "" : " (optional)"}`;
+    return { name, property, input, element: h("p", { class: "answer-field" },
+      h("label", { for: inputId }, label), input) };
+  });
+  return {
+    elements: inputs.map((i) => i.element),
+    read() {
+      const answer = {};
+      for (const { name, property, input } of inputs) {
+        if (property.type === "boolean" && !property.enum) answer[name] = input.checked;
+        else if (input.value === "") continue; // left out: the server names it if required
+        else if (property.enum) answer[name] = JSON.parse(input.value);
+        else if (property.type === "string") answer[name] = input.value;
+        else answer[name] = Number(input.value);
+      }
+      return answer;
+    },
+  };
 }
 
 // -- the parts of one agent (the run's, or a sub-agent's) ------------------------------------
@@ -568,7 +693,10 @@ class Conversation {
     this.cards.set(part.approvalId, card);
     const tool = scope.tools.get(part.toolCallId);
     (tool ? tool.el : scope.current()).append(card.el);
-    if (tool) tool.card = card;
+    if (tool) {
+      tool.card = card;
+      tool.render();
+    }
     this.checkApprovals();
   }
 
@@ -643,6 +771,7 @@ class Conversation {
 
   describe() {
     const open = [...this.cards.values()].filter((c) => c.open);
+    if (open.some((c) => c.state === "offered" && c.question)) return "Waiting for your answer";
     if (open.some((c) => c.state === "offered")) return "Waiting for your approval";
     if (open.some((c) => c.state === "staff")) return "Waiting for staff approval";
     if (this.error) return `Something went wrong: ${this.error}`;
