@@ -30,7 +30,10 @@ from .exceptions import (
     VerdictsForbidden,
     field_errors,
 )
-from .serializers import VerdictBatchSerializer, check_text
+from .serializers import (
+    VerdictBatchSerializer,
+    check_text,
+)
 
 
 def read_batch(data: Any) -> dict[str, Any]:

@@ -14,18 +14,20 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
-from .serializers import (
-    ApprovalFilterSerializer,
+from .representations import (
     ApprovalSerializer,
     ErrorSerializer,
     MessageSerializer,
-    ResumeSerializer,
-    RunFilterSerializer,
     RunLinkSerializer,
     RunSerializer,
+    VerdictResultSerializer,
+)
+from .serializers import (
+    ApprovalFilterSerializer,
+    ResumeSerializer,
+    RunFilterSerializer,
     StartRunSerializer,
     VerdictBatchSerializer,
-    VerdictResultSerializer,
     VerdictSerializer,
 )
 

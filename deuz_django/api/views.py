@@ -30,13 +30,15 @@ from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
 from .permissions import CanResumeRun, CanViewRun, IsActiveUser
 from .renderers import DeuzJSONRenderer
-from .serializers import (
-    ApprovalFilterSerializer,
+from .representations import (
     ApprovalSerializer,
     MessageSerializer,
+    RunSerializer,
+)
+from .serializers import (
+    ApprovalFilterSerializer,
     ResumeSerializer,
     RunFilterSerializer,
-    RunSerializer,
     StartRunSerializer,
 )
 from .throttling import DeuzRateThrottle
