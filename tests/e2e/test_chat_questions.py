@@ -31,6 +31,9 @@ def test_a_customer_answers_a_question_card_and_the_run_continues_with_the_answe
     expect(card).to_contain_text(QUESTION)
     expect(card).to_be_focused()
     expect(run_status(chat)).to_have_text("Waiting for your answer")
+    expect(chat.locator(f'a[href="?run={run_id}"]')).to_contain_text(
+        "Waiting for an answer"
+    )
     choices = card.get_by_role("button")
     expect(choices).to_have_text(["card", "store credit", "Decline to answer"])
     chat.screenshot(path=screenshot_path(tmp_path, "chat-question-card.png"))

@@ -935,6 +935,15 @@ async function loadConversations() {
   }
 }
 
+/** A conversation's badge: a run waiting only on questions waits for an answer. */
+function statusLabel(run) {
+  const kinds = (run.pendingApprovals || []).map((approval) => approval.kind);
+  if (run.status === "suspended" && kinds.length && kinds.every((kind) => kind === "question")) {
+    return "Waiting for an answer";
+  }
+  return STATUS_LABELS[run.status] || run.status;
+}
+
 function renderConversations(runs) {
   ui.noConversations.hidden = runs.length > 0;
   ui.list.replaceChildren(...runs.map((run) => {
@@ -942,7 +951,7 @@ function renderConversations(runs) {
     titles.set(run.runId, title);
     const link = h("a", { href: `?run=${encodeURIComponent(run.runId)}`, "data-run": run.runId },
       h("span", { class: "title" }, title),
-      h("span", { class: "badge", "data-status": run.status }, STATUS_LABELS[run.status] || run.status));
+      h("span", { class: "badge", "data-status": run.status }, statusLabel(run)));
     link.addEventListener("click", (event) => {
       event.preventDefault();
       open(run.runId, title);
