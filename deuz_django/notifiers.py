@@ -19,6 +19,7 @@ where, and how often.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,7 +81,7 @@ class NotifierConfigError(ImproperlyConfigured):
         self.check_id = check_id
 
 
-class Notifier:
+class Notifier(ABC):
     """A way to notify: the base of every ``BACKEND``.
 
     ``events`` are the :data:`EVENTS` it acts on (all it supports by default);
@@ -144,16 +145,16 @@ class Notifier:
 
     # -- what a notifier implements --------------------------------------------------------
 
+    @abstractmethod
     def deliveries(self, event: Event) -> list[Delivery]:
         """The unsaved rows ``event`` makes (:meth:`delivery`); nothing is sent here.
         Runs where the event happened (often a leg), once it committed: keep it cheap,
         and leave slow work to :meth:`send`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def send(self, delivery: Delivery) -> int | None:
         """Send one row once, in a task; raise :class:`DeliveryFailed` when it did not
         arrive. Returns the HTTP status the receiver answered, when there is one."""
-        raise NotImplementedError
 
 
 def entries() -> list[Any]:
@@ -186,6 +187,12 @@ def load_notifier(index: int, entry: Any) -> Notifier:
     if not (isinstance(cls, type) and issubclass(cls, Notifier)):
         raise NotifierConfigError(
             f"{where}: BACKEND {path!r} is not a Notifier class.",
+            check_id="deuz_django.E020",
+        )
+    if inspect.isabstract(cls):
+        raise NotifierConfigError(
+            f"{where}: BACKEND {path!r} does not implement "
+            f"{', '.join(sorted(cls.__abstractmethods__))}.",
             check_id="deuz_django.E020",
         )
     parameters = {

@@ -35,6 +35,10 @@ def test_a_working_configuration_passes() -> None:
         ([{"URL": HOOK}], "[0] must be a dict with a BACKEND"),
         ([{"BACKEND": "deuz_django.nope.Notifier"}], "cannot be imported"),
         ([EMAIL, {"BACKEND": "deuz_django.models.Run"}], "[1]: BACKEND 'deuz_django"),
+        (
+            [{"BACKEND": "deuz_django.notifiers.Notifier"}],
+            "does not implement deliveries, send",
+        ),
     ],
 )
 def test_an_entry_without_a_notifier_class_is_e020(
