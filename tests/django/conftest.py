@@ -1,11 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 
+from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
 from .notify_support import receiver  # noqa: F401  (a fixture)
@@ -54,3 +57,21 @@ def ann(make_user: Callable[..., User]) -> User:
 def run(ann: User) -> Any:
     """A run of the ``gated`` agent owned by ann, suspended on its two approvals."""
     return started(ann)
+
+
+@pytest.fixture
+async def ws_as() -> AsyncIterator[Callable[[User], Awaitable[WebsocketCommunicator]]]:
+    """Open WebSockets to the deuz consumer as a user; all closed at teardown."""
+    opened: list[WebsocketCommunicator] = []
+
+    async def open_as(user: User) -> WebsocketCommunicator:
+        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
+        ws.scope["user"] = user
+        connected, _ = await ws.connect()
+        assert connected
+        opened.append(ws)
+        return ws
+
+    yield open_as
+    for ws in opened:
+        await ws.disconnect()

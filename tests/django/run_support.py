@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from channels.testing import WebsocketCommunicator
 from django.db.models import F
 from django.utils import timezone
 
@@ -100,3 +101,20 @@ def let_time_pass(run: Run, duration: timedelta) -> None:
         **{name: F(name) - duration for name in fields}
     )
     Run.objects.filter(pk=run.pk).update(updated_at=F("updated_at") - duration)
+
+
+async def follow(ws: WebsocketCommunicator, run_id: str) -> None:
+    """Follow the run on the socket, past the replay of its first leg."""
+    await ws.send_json_to({"type": "subscribe", "runId": run_id})
+    seen: set[Any] = set()
+    while not {"subscribed", "done"} <= seen:
+        seen.add((await ws.receive_json_from(timeout=5)).get("type"))
+
+
+async def until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
+    """The frames up to the end of the leg a verdict resumed (it must not outlive the
+    test: its connection would)."""
+    frames = []
+    while not frames or frames[-1].get("type") != "done":
+        frames.append(await ws.receive_json_from(timeout=5))
+    return frames

@@ -5,23 +5,20 @@ process — gives the call that result instead of the reference's placeholder.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from deuz_django import services
 from deuz_django.exceptions import RunNotResumable
 from deuz_django.models import ApprovalKind, ApprovalStatus, Run
-from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import client, started, verdicts_url
 
 from .processes import run_manage
-from .run_support import approval, history, tool_results
+from .run_support import approval, follow, history, tool_results, until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RESULT = {"colour": "blue", "hex": "#0000ff"}
@@ -109,40 +106,6 @@ def test_someone_who_may_not_see_the_run_cannot_send_a_result(
     )
     assert response.status_code == 404
     assert approval(waiting, "pick_colour").status == ApprovalStatus.PENDING
-
-
-@pytest.fixture
-async def ws_as() -> AsyncIterator[Callable[[User], Awaitable[WebsocketCommunicator]]]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: User) -> WebsocketCommunicator:
-        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
-        ws.scope["user"] = user
-        connected, _ = await ws.connect()
-        assert connected
-        opened.append(ws)
-        return ws
-
-    yield open_as
-    for ws in opened:
-        await ws.disconnect()
-
-
-async def follow(ws: WebsocketCommunicator, run_id: str) -> None:
-    """Follow the run on the socket, past the replay of its first leg."""
-    await ws.send_json_to({"type": "subscribe", "runId": run_id})
-    seen: set[Any] = set()
-    while not {"subscribed", "done"} <= seen:
-        seen.add((await ws.receive_json_from(timeout=5)).get("type"))
-
-
-async def until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
-    """The frames up to the end of the leg a verdict resumed (it must not outlive the
-    test: its connection would)."""
-    frames = []
-    while not frames or frames[-1].get("type") != "done":
-        frames.append(await ws.receive_json_from(timeout=5))
-    return frames
 
 
 async def test_the_result_travels_with_an_approval_response_frame(

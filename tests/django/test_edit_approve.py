@@ -5,19 +5,16 @@ Every bad edit is refused with an error naming the problem, and nothing is recor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from deuz_django import services
 from deuz_django.core.approvals import EDITED_NOTE
 from deuz_django.models import Approval, ApprovalStatus, Run
-from deuz_django.routing import websocket_urlpatterns
 from deuz_django.step_journal import DjangoStepJournal
 from tests.api.support import approve, client, started, verdicts_url
 
@@ -42,23 +39,6 @@ def run(make_user: MakeUser) -> Run:
 @pytest.fixture
 def fin(make_user: MakeUser) -> User:
     return make_user("fin", *EDITOR)
-
-
-@pytest.fixture
-async def ws_as() -> AsyncIterator[Callable[[User], Awaitable[WebsocketCommunicator]]]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: User) -> WebsocketCommunicator:
-        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
-        ws.scope["user"] = user
-        connected, _ = await ws.connect()
-        assert connected
-        opened.append(ws)
-        return ws
-
-    yield open_as
-    for ws in opened:
-        await ws.disconnect()
 
 
 def post(user: User, run: Run, *verdicts: dict[str, Any]) -> Any:

@@ -6,20 +6,17 @@ owner's runs; bad input is refused naming the field, and nothing is recorded."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.utils import timezone
 
 from deuz_django import services
 from deuz_django.models import Approval, ApprovalStatus, Grant, Run, RunStatus
-from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import API, approve, client, started, verdicts_url
 
 from .agents import TOOL_PERMISSION
@@ -34,23 +31,6 @@ FOR_A_DAY = {"scope": "owner", "hours": 24}
 def twice(ann: User) -> Run:
     """Ann's ``twice`` run, suspended on e1 (an email to Ann; e2, to Bob, follows)."""
     return started(ann, agent="twice")
-
-
-@pytest.fixture
-async def ws_as() -> AsyncIterator[Callable[[User], Awaitable[WebsocketCommunicator]]]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: User) -> WebsocketCommunicator:
-        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
-        ws.scope["user"] = user
-        connected, _ = await ws.connect()
-        assert connected
-        opened.append(ws)
-        return ws
-
-    yield open_as
-    for ws in opened:
-        await ws.disconnect()
 
 
 def allowing(run: Run, approval_id: str, allow: Any) -> dict[str, Any]:

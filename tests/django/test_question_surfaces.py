@@ -4,20 +4,16 @@ socket) naming the field and the problem, and nothing is recorded."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
-from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from deuz_django.models import ApprovalStatus, Run
-from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import API, approve, client, started, verdicts_url
 
-from .run_support import approval, tool_results
+from .run_support import approval, follow, tool_results, until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,23 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def asked(ann: User) -> Run:
     """A ``questioner`` run of ann's, suspended on its question ``q1``."""
     return started(ann, agent="questioner")
-
-
-@pytest.fixture
-async def ws_as() -> AsyncIterator[Callable[[User], Awaitable[WebsocketCommunicator]]]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: User) -> WebsocketCommunicator:
-        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
-        ws.scope["user"] = user
-        connected, _ = await ws.connect()
-        assert connected
-        opened.append(ws)
-        return ws
-
-    yield open_as
-    for ws in opened:
-        await ws.disconnect()
 
 
 def answering(run: Run, answer: Any) -> dict[str, Any]:
@@ -151,23 +130,6 @@ def test_the_openapi_schema_documents_the_answer_and_the_question(ann: User) -> 
 
 
 # -- the WebSocket ---------------------------------------------------------------------------
-
-
-async def follow(ws: WebsocketCommunicator, run_id: str) -> None:
-    """Follow the run on the socket, past the replay of its first leg."""
-    await ws.send_json_to({"type": "subscribe", "runId": run_id})
-    seen: set[Any] = set()
-    while not {"subscribed", "done"} <= seen:
-        seen.add((await ws.receive_json_from(timeout=5)).get("type"))
-
-
-async def until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
-    """The frames up to the end of the leg a verdict resumed (it must not outlive the
-    test: its connection would)."""
-    frames = []
-    while not frames or frames[-1].get("type") != "done":
-        frames.append(await ws.receive_json_from(timeout=5))
-    return frames
 
 
 async def test_an_answer_travels_with_the_approval_response_frame(
