@@ -48,12 +48,19 @@ class ScriptedReply:
         return events
 
     async def play(self) -> AsyncIterator[ModelEvent]:
-        """Stream this turn as a provider would, ending with its ``finish``."""
+        """Stream this turn as a provider would, ending with its ``finish``.
+
+        Text chunks are due ``chunk_delay`` apart from the turn's start, as a remote
+        model's tokens arrive at their own pace: a busy event loop delays a chunk, not
+        every chunk after it."""
         if self.delay:
             await asyncio.sleep(self.delay)
+        loop = asyncio.get_running_loop()
+        due = loop.time()
         for event in self.events():
             if self.chunk_delay and isinstance(event, TextDeltaPart):
-                await asyncio.sleep(self.chunk_delay)
+                due += self.chunk_delay
+                await asyncio.sleep(max(0.0, due - loop.time()))
             yield event
         if self.error is not None:
             raise self.error
