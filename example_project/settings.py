@@ -80,6 +80,12 @@ TEMPLATES = [
 ]
 
 
+# Channels closes "old" connections before every message a consumer handles: with
+# Django's default CONN_MAX_AGE=0 that is every message, and every leg sharing the
+# connection opens a new one. Kept for a minute instead, checked before reuse.
+PERSISTENT_CONNECTIONS = {"CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True}
+
+
 def database_from_url(url: str) -> dict[str, Any]:
     """The DATABASES entry for a ``sqlite:///`` or ``postgres://`` URL."""
     parsed = urlparse(url)
@@ -99,6 +105,7 @@ def database_from_url(url: str) -> dict[str, Any]:
             # PgBouncer; with none in between, the checkpoint save is prepared once
             # per connection (deuz_django/boundary_write.py).
             "OPTIONS": {"prepare_threshold": 5},
+            **PERSISTENT_CONNECTIONS,
         }
     raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r}")
 
@@ -113,6 +120,7 @@ def sqlite_database(path: str | Path) -> dict[str, Any]:
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
         },
+        **PERSISTENT_CONNECTIONS,
     }
 
 
