@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from asgiref.sync import sync_to_async
 
 from .continuation import acontinue_quietly
-from .core.journal import Record
+from .core.journal import Record, is_done
 from .journal import get_journal
 from .live import feed
 from .services import recoverable_runs
@@ -67,6 +67,10 @@ async def follow(
                 cursor = records[-1][0]
                 quiet_since = time.monotonic()
                 yield records
+                if len(records) < PAGE and not is_done(records[-1][1]):
+                    # All there was, mid-leg: nothing new until ``changed`` says so
+                    # (after a leg's end, the empty read below tells the caller).
+                    await feed.wait(changed, poll_seconds)
                 continue
             now = time.monotonic()
             if min(now - quiet_since, now - checked_at) >= CONTINUE_AFTER_SECONDS:

@@ -158,6 +158,8 @@ class Feed:
     async def wait(changed: asyncio.Future[None], seconds: float) -> None:
         """Until ``changed`` (from :meth:`changed`) is resolved, or ``seconds``: a timer
         that settles the reader's own future (no timeout scope, no shield per wait)."""
+        if changed.done():
+            return
         timer = changed.get_loop().call_later(seconds, _settle, changed)
         try:
             await changed
