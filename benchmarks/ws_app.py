@@ -2,7 +2,8 @@
 
 ``/ws/bare/?n=N`` is a bare Channels consumer that sends N frames shaped like the journal's
 (``{"runId","seq","part"}``) straight from ``send`` — the fastest a consumer can go —
-yielding every 200 frames as the deuz consumer does.
+yielding every 200 frames as the deuz consumer does; ``&delay=S`` paces them, a frame
+every S seconds from the client's first frame on, as a streaming model would.
 """
 
 from __future__ import annotations
@@ -27,15 +28,33 @@ class BareConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         await self.accept()
         query = parse_qs(self.scope["query_string"].decode())
-        count = int(query.get("n", ["1000"])[0])
-        for seq in range(count):
+        self.count = int(query.get("n", ["1000"])[0])
+        self.delay = float(query.get("delay", ["0"])[0])
+        if not self.delay:
+            await self.stream()
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None
+    ) -> None:
+        """A paced stream starts on the client's first frame, as a run on ``start``."""
+        self.streaming = asyncio.ensure_future(self.stream())
+
+    async def stream(self) -> None:
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        for seq in range(self.count):
             part = json.dumps(
                 {"type": "text-delta", "text": f"w{seq} "}, separators=(",", ":")
             )
+            if self.delay:  # a frame every ``delay`` seconds, as a streaming model
+                due += self.delay
+                await asyncio.sleep(max(0.0, due - loop.time()))
             await self.send(text_data=f'{{"runId":"bare","seq":{seq},"part":{part}}}')
             if seq % 200 == 199:
                 await asyncio.sleep(0)
-        await self.send(text_data=f'{{"type":"done","runId":"bare","seq":{count}}}')
+        await self.send(
+            text_data=f'{{"type":"done","runId":"bare","seq":{self.count}}}'
+        )
 
 
 application = ProtocolTypeRouter(

@@ -8,7 +8,9 @@ Against a real daphne process on this host (SQLite file DB, in-memory channel la
 2. time to first part: a client subscribing to a finished run until its first replayed
    frame, and ``start`` until the run's first part;
 3. how many runs one daphne process streams at once at 50 parts/second each (50 to 300),
-   every part delivered and the runs finishing within 10 % of their nominal length.
+   every part delivered and the runs finishing within 10 % of their nominal length; beside
+   them the bare consumer sending a frame every 20 ms on as many sockets, the floor of
+   daphne and Channels at that pace.
 
 Each row gives the daphne process's CPU time (user + system, from ``/proc``) per delivered
 part; for concurrent runs also with each run's own costs (start, tool step, checkpoints,
@@ -46,6 +48,10 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # What a daphne of an older revision imports from that revision: the package, the settings
 # and agents of the test site, and the benchmark's ASGI app.
 OLD_TREE = ("deuz_django", "example_project", "tests", "benchmarks/ws_app.py")
+
+# Daphne and Channels alone at the streaming pace: the bare consumer sending one frame
+# every 20 ms on each socket — no journal, no run, no model.
+BARE_PACED = "bare, paced"
 
 TARGET = (
     "≤ 60 µs of server CPU per streamed part; 300 concurrent runs at 50 parts/s "
@@ -227,14 +233,20 @@ async def first_part_latencies(
 
 
 async def concurrent_runs(
-    server: Server, cookie: str, runs: int, seconds: float, *, ramp: float = 2.0
+    server: Server,
+    cookie: str,
+    runs: int,
+    seconds: float,
+    *,
+    ramp: float = 2.0,
+    path: str = "/ws/deuz/",
 ) -> dict[str, Any]:
     """``runs`` runs each streaming 50 parts/s for ``seconds``, one client per run, started
     over ``ramp`` seconds (not all in one instant: a thundering herd of starts measures the
     start path, not streaming). Sustained: every part arrives and each run's stream — first
     part to last — takes at most 10 % longer than the model takes to produce it. The
     server's CPU per part includes each run's start (run row, lease, tool step)."""
-    sockets = [await open_ws(server, "/ws/deuz/", cookie) for _ in range(runs)]
+    sockets = [await open_ws(server, path, cookie) for _ in range(runs)]
 
     async def one(index: int, ws: ClientConnection) -> tuple[int, int, float]:
         await asyncio.sleep(ramp * index / runs)
@@ -258,6 +270,41 @@ async def concurrent_runs(
         if runs > 1
         else streams[0],
         "lost": sum(expected - got for got, expected, _ in results),
+        "parts/run": delivered / runs,
+        "server ms/run": cpu / runs * 1000,
+    }
+
+
+async def bare_paced(
+    server: Server, cookie: str, runs: int, seconds: float, *, ramp: float = 2.0
+) -> dict[str, Any]:
+    """The bare consumer's frames at 50 a second on ``runs`` sockets, started as
+    :func:`concurrent_runs` starts its runs: what daphne and Channels alone cost at that
+    pace, one frame a part."""
+    count = int(seconds * 50)
+    sockets = [
+        await open_ws(server, f"/ws/bare/?n={count}&delay=0.02", cookie)
+        for _ in range(runs)
+    ]
+
+    async def one(index: int, ws: ClientConnection) -> tuple[int, float]:
+        await asyncio.sleep(ramp * index / runs)
+        await ws.send("go")
+        seqs, first = await drain(ws)
+        assert first is not None
+        return len(seqs), time.perf_counter() - first
+
+    cpu0, t0 = server.cpu_seconds(), time.perf_counter()
+    results = await asyncio.gather(*(one(i, ws) for i, ws in enumerate(sockets)))
+    elapsed, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
+    for ws in sockets:
+        await ws.close()
+    delivered = sum(got for got, _ in results)
+    return {
+        "parts/s": delivered / elapsed,
+        "server µs/part": cpu / delivered * 1e6,
+        "p95 stream s": statistics.quantiles([d for _, d in results], n=20)[-1],
+        "lost": (count + 1) * runs - delivered,
         "parts/run": delivered / runs,
         "server ms/run": cpu / runs * 1000,
     }
@@ -375,20 +422,26 @@ async def main(quick: bool, baseline: str | None) -> dict[str, list[dict[str, An
         seconds = 4.0 if quick else 8.0
         async with servers(tmp, "c", variants, int(seconds * 50), 0.02) as up:
             rows = []
+            current, current_cookie = up["journal"]
             for runs in (50, 100, 150, 300):
-                measured: dict[str, list[dict[str, Any]]] = {name: [] for name in up}
+                measured: dict[str, list[dict[str, Any]]] = {
+                    name: [] for name in [*up, BARE_PACED]
+                }
                 for _ in range(1 if quick else repeats):
                     for name, (server, cookie) in up.items():
                         measured[name].append(
                             await concurrent_runs(server, cookie, runs, seconds)
                         )
+                    measured[BARE_PACED].append(
+                        await bare_paced(current, current_cookie, runs, seconds)
+                    )
                 for name, results in measured.items():
                     row: dict[str, Any] = {"runs": str(runs), "variant": name}
                     for figure in ("parts/s", "server µs/part", "p95 stream s"):
                         row[figure] = median([r[figure] for r in results])
                     per_run = median([r["parts/run"] for r in results])
-                    row["µs/part less run costs"] = (
-                        row["server µs/part"] - lifecycle[name] * 1000 / per_run
+                    row["µs/part less run costs"] = row["server µs/part"] - (
+                        lifecycle.get(name, 0.0) * 1000 / per_run
                     )
                     row["lost"] = sum(r["lost"] for r in results)
                     row["sustained"] = (
