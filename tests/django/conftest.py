@@ -1,17 +1,28 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
+from django.db import connections
 
 from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
 from .notify_support import receiver  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_sync_thread_connections(django_db_setup: Any) -> Iterator[None]:
+    """Async tests run their database calls on asgiref's one thread for
+    ``sync_to_async``, whose connections outlive the tests: closed before the test
+    database is dropped (PostgreSQL refuses to drop a database in use)."""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
 
 
 @pytest.fixture
