@@ -312,12 +312,14 @@ async def bare_paced(
 
 def site_for(tmp: Path, chunks: int, delay: float) -> LiveSite:
     tmp.mkdir(parents=True, exist_ok=True)
-    # DEBUG off, as in production (Django would keep a log of every query otherwise).
+    # DEBUG off and connections kept, as in production (Django would keep a log of every
+    # query otherwise, and Channels would reopen the connection for every message).
     return LiveSite(
         tmp,
         DEUZ_TEST_CHUNKS=str(chunks),
         DEUZ_TEST_CHUNK_DELAY=str(delay),
         DJANGO_DEBUG="0",
+        DEUZ_TEST_KEEP_CONNECTIONS="1",
     )
 
 
