@@ -31,6 +31,11 @@ from .exceptions import LeaseLost, RunBusy, RunNotFound
 from .models import Run
 from .store import Lease
 
+_HOLDS = (
+    f"SELECT 1 FROM {Run._meta.db_table} WHERE run_id = %s AND lease_owner = %s "
+    "AND lease_generation = %s AND lease_expires_at > %s"
+)
+
 
 def new_owner() -> str:
     """A name for this leg's holder: host, process and a random suffix."""
@@ -108,13 +113,12 @@ def renew(lease: Lease) -> bool:
 
 def holds(lease: Lease) -> bool:
     """Whether ``lease`` is still this leg's and unexpired: the fence a leg checks just
-    before it calls the model or runs a tool."""
-    return Run.objects.filter(
-        run_id=lease.run_id,
-        lease_owner=lease.owner,
-        lease_generation=lease.generation,
-        lease_expires_at__gt=timezone.now(),
-    ).exists()
+    before it calls the model or runs a tool — twice a step, so one plain statement
+    (compiling the ORM's query cost several times what the database does)."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(_HOLDS, [lease.run_id, lease.owner, lease.generation, now])
+        return cursor.fetchone() is not None
 
 
 def lease_fence(
