@@ -29,8 +29,9 @@ The ORM's own statements bind their parameters on the client and are never prepa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -65,37 +66,62 @@ def append(
     row itself, or on the root run's row, locked, when ``fenced_by_root``); ``False``,
     with nothing written, otherwise."""
     db = _database()
-    fields = [Run._meta.get_field(name) for name in values]
-    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
-    params: list[Any] = [f.get_db_prep_save(values[f.name], db) for f in fields]
     fence, fence_params = _fence(db, lease, fenced_by_root)
-    update = (
+    columns = tuple(values)
+    statement = _append_statement(db.vendor, columns, fence)
+    params = [
+        adapt(values[column], db)
+        for adapt, column in zip(statement.adapters, columns, strict=True)
+    ]
+    params += [pk, message_count, step_index, *fence_params]
+    if db.vendor == "postgresql":
+        arrays = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
+        with _prepared_cursor(db) as cursor:
+            cursor.execute(statement.sql, [*params, *arrays])
+            return bool(cursor.fetchone()[0])
+    with _sqlite_transaction(db) as cursor:
+        cursor.execute(statement.sql, params)
+        if cursor.rowcount != 1:
+            return False
+        cursor.executemany(_SQLITE_INSERT, [(pk, *row) for row in rows])
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _AppendStatement:
+    """An append's SQL for one set of run columns and one lease fence, and each
+    column's adapter (the field's ``get_db_prep_save``): built once, not per save."""
+
+    adapters: tuple[Callable[[Any, BaseDatabaseWrapper], Any], ...]
+    sql: str
+
+
+_INSERT = f'INSERT INTO {_MESSAGE} (run_id, "index", role, data, digest)'
+_SQLITE_INSERT = f"{_INSERT} VALUES (%s, %s, %s, %s, %s)"
+
+
+@cache
+def _append_statement(
+    vendor: str, columns: tuple[str, ...], fence: str
+) -> _AppendStatement:
+    """The run row's conditional ``UPDATE`` of ``columns`` — on PostgreSQL in the CTE
+    that also inserts the messages, on SQLite alone (the ``INSERT`` follows it)."""
+    fields = [Run._meta.get_field(name) for name in columns]
+    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
+    sql = (
         f"UPDATE {_RUN} SET {assignments} "
         f"WHERE id = %s AND message_count = %s AND step_index = %s{fence}"
     )
-    params += [pk, message_count, step_index, *fence_params]
-    insert = f'INSERT INTO {_MESSAGE} (run_id, "index", role, data, digest)'
-    if db.vendor == "postgresql":
-        columns = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
+    if vendor == "postgresql":
         sql = (
-            f"WITH run AS ({update} RETURNING id), "
-            f"added AS ({insert} SELECT run.id, m.* FROM run, "
+            f"WITH run AS ({sql} RETURNING id), "
+            f"added AS ({_INSERT} SELECT run.id, m.* FROM run, "
             # Arrays sent in binary (%b): as text each ~1 KB message would be escaped
             # in Python, ~60 µs a save against ~15 µs.
             "unnest(%b::integer[], %b::text[], %b::text[], %b::text[]) AS m) "
             "SELECT count(*) FROM run"
         )
-        with _prepared_cursor(db) as cursor:
-            cursor.execute(sql, [*params, *columns])
-            return bool(cursor.fetchone()[0])
-    with _sqlite_transaction(db) as cursor:
-        cursor.execute(update, params)
-        if cursor.rowcount != 1:
-            return False
-        cursor.executemany(
-            f"{insert} VALUES (%s, %s, %s, %s, %s)", [(pk, *row) for row in rows]
-        )
-    return True
+    return _AppendStatement(tuple(f.get_db_prep_save for f in fields), sql)
 
 
 def record_turn(
