@@ -4,9 +4,10 @@ A checkpoint save that appends to the history this store remembers, and a step's
 for the step journal, are the hot path of a durable run: one of each per step. Through
 the ORM they cost four and six round trips (``BEGIN``, the conditional statements,
 savepoints, ``COMMIT``). Here each is a single parameterised statement on PostgreSQL,
-its conditions — the history length and step the store remembers, the lease's owner and
-generation — in its ``WHERE``, so a write that is no longer ours changes nothing and
-the caller falls back to the ORM's general path, which decides what happened:
+its conditions — the history length, step and status the store remembers, the lease's
+owner and generation — in its ``WHERE``, so a write that is no longer ours changes
+nothing and the caller falls back to the ORM's general path, which decides what
+happened:
 
     WITH run AS (UPDATE run SET … WHERE id = … AND message_count = … AND <lease held>
                  RETURNING id),
@@ -57,23 +58,26 @@ def append(
     *,
     message_count: int,
     step_index: int,
+    status: str,
     lease: Lease | None,
     fenced_by_root: bool,
     rows: Sequence[MessageRow],
 ) -> bool:
     """Write the run row's ``values`` and insert ``rows``, only while the row holds
-    ``message_count`` messages at ``step_index`` and ``lease`` is still held (on the
-    row itself, or on the root run's row, locked, when ``fenced_by_root``); ``False``,
-    with nothing written, otherwise."""
+    ``message_count`` messages at ``step_index`` with ``status`` and ``lease`` is still
+    held (on the row itself, or on the root run's row, locked, when
+    ``fenced_by_root``); ``False``, with nothing written, otherwise.
+
+    A status that stays ``status`` is not set again: SQLite rewrites the index entries
+    of each indexed column an ``UPDATE`` sets, even to the value it holds — for the
+    status, in two indexes, two more pages to commit."""
     db = _database()
     fence, fence_params = _fence(db, lease, fenced_by_root)
-    columns = tuple(values)
-    statement = _append_statement(db.vendor, columns, fence)
-    params = [
-        adapt(values[column], db)
-        for adapt, column in zip(statement.adapters, columns, strict=True)
-    ]
-    params += [pk, message_count, step_index, *fence_params]
+    statement = _append_statement(
+        db.vendor, tuple(values), fence, keeps_status=values.get("status") == status
+    )
+    params = [adapt(values[column], db) for column, adapt in statement.adapters]
+    params += [pk, message_count, step_index, status, *fence_params]
     if db.vendor == "postgresql":
         arrays = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
         with _prepared_cursor(db) as cursor:
@@ -89,10 +93,11 @@ def append(
 
 @dataclass(frozen=True, slots=True)
 class _AppendStatement:
-    """An append's SQL for one set of run columns and one lease fence, and each
-    column's adapter (the field's ``get_db_prep_save``): built once, not per save."""
+    """An append's SQL for one set of run columns and one lease fence, and the columns
+    it sets with each one's adapter (the field's ``get_db_prep_save``): built once, not
+    per save."""
 
-    adapters: tuple[Callable[[Any, BaseDatabaseWrapper], Any], ...]
+    adapters: tuple[tuple[str, Callable[[Any, BaseDatabaseWrapper], Any]], ...]
     sql: str
 
 
@@ -102,15 +107,21 @@ _SQLITE_INSERT = f"{_INSERT} VALUES (%s, %s, %s, %s, %s)"
 
 @cache
 def _append_statement(
-    vendor: str, columns: tuple[str, ...], fence: str
+    vendor: str, columns: tuple[str, ...], fence: str, *, keeps_status: bool
 ) -> _AppendStatement:
-    """The run row's conditional ``UPDATE`` of ``columns`` — on PostgreSQL in the CTE
-    that also inserts the messages, on SQLite alone (the ``INSERT`` follows it)."""
-    fields = [Run._meta.get_field(name) for name in columns]
+    """The run row's conditional ``UPDATE`` of ``columns`` (the status left out when
+    it ``keeps_status``) — on PostgreSQL in the CTE that also inserts the messages, on
+    SQLite alone (the ``INSERT`` follows it)."""
+    fields = [
+        Run._meta.get_field(name)
+        for name in columns
+        if not (keeps_status and name == "status")
+    ]
     assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
     sql = (
         f"UPDATE {_RUN} SET {assignments} "
-        f"WHERE id = %s AND message_count = %s AND step_index = %s{fence}"
+        "WHERE id = %s AND message_count = %s AND step_index = %s AND status = %s"
+        f"{fence}"
     )
     if vendor == "postgresql":
         sql = (
@@ -121,7 +132,7 @@ def _append_statement(
             "unnest(%b::integer[], %b::text[], %b::text[], %b::text[]) AS m) "
             "SELECT count(*) FROM run"
         )
-    return _AppendStatement(tuple(f.get_db_prep_save for f in fields), sql)
+    return _AppendStatement(tuple((f.name, f.get_db_prep_save) for f in fields), sql)
 
 
 def record_turn(
