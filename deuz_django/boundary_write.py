@@ -251,13 +251,20 @@ class _QmarkCursor:
         return int(self._cursor.rowcount)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._cursor.execute(sql.replace("%s", "?"), params)
+        self._cursor.execute(_qmark(sql), params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._cursor.executemany(sql.replace("%s", "?"), rows)
+        self._cursor.executemany(_qmark(sql), rows)
 
     def fetchone(self) -> Any:
         return self._cursor.fetchone()
+
+
+@cache
+def _qmark(sql: str) -> str:
+    """``sql`` with SQLite's ``?`` placeholders: converted once per statement (they are
+    few), the same string each time for the driver's statement cache."""
+    return sql.replace("%s", "?")
 
 
 def _fence(
