@@ -4,9 +4,10 @@ A checkpoint save that appends to the history this store remembers, and a step's
 for the step journal, are the hot path of a durable run: one of each per step. Through
 the ORM they cost four and six round trips (``BEGIN``, the conditional statements,
 savepoints, ``COMMIT``). Here each is a single parameterised statement on PostgreSQL,
-its conditions — the history length and step the store remembers, the lease's owner and
-generation — in its ``WHERE``, so a write that is no longer ours changes nothing and
-the caller falls back to the ORM's general path, which decides what happened:
+its conditions — the history length, step and status the store remembers, the lease's
+owner and generation — in its ``WHERE``, so a write that is no longer ours changes
+nothing and the caller falls back to the ORM's general path, which decides what
+happened:
 
     WITH run AS (UPDATE run SET … WHERE id = … AND message_count = … AND <lease held>
                  RETURNING id),
@@ -29,8 +30,9 @@ The ORM's own statements bind their parameters on the client and are never prepa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -56,46 +58,81 @@ def append(
     *,
     message_count: int,
     step_index: int,
+    status: str,
     lease: Lease | None,
     fenced_by_root: bool,
     rows: Sequence[MessageRow],
 ) -> bool:
     """Write the run row's ``values`` and insert ``rows``, only while the row holds
-    ``message_count`` messages at ``step_index`` and ``lease`` is still held (on the
-    row itself, or on the root run's row, locked, when ``fenced_by_root``); ``False``,
-    with nothing written, otherwise."""
+    ``message_count`` messages at ``step_index`` with ``status`` and ``lease`` is still
+    held (on the row itself, or on the root run's row, locked, when
+    ``fenced_by_root``); ``False``, with nothing written, otherwise.
+
+    A status that stays ``status`` is not set again: SQLite rewrites the index entries
+    of each indexed column an ``UPDATE`` sets, even to the value it holds — for the
+    status, in two indexes, two more pages to commit."""
     db = _database()
-    fields = [Run._meta.get_field(name) for name in values]
-    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
-    params: list[Any] = [f.get_db_prep_save(values[f.name], db) for f in fields]
     fence, fence_params = _fence(db, lease, fenced_by_root)
-    update = (
-        f"UPDATE {_RUN} SET {assignments} "
-        f"WHERE id = %s AND message_count = %s AND step_index = %s{fence}"
+    statement = _append_statement(
+        db.vendor, tuple(values), fence, keeps_status=values.get("status") == status
     )
-    params += [pk, message_count, step_index, *fence_params]
-    insert = f'INSERT INTO {_MESSAGE} (run_id, "index", role, data, digest)'
+    params = [adapt(values[column], db) for column, adapt in statement.adapters]
+    params += [pk, message_count, step_index, status, *fence_params]
     if db.vendor == "postgresql":
-        columns = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
+        arrays = [list(column) for column in zip(*rows, strict=True)] or [[]] * 4
+        with _prepared_cursor(db) as cursor:
+            cursor.execute(statement.sql, [*params, *arrays])
+            return bool(cursor.fetchone()[0])
+    with _sqlite_transaction(db) as cursor:
+        cursor.execute(statement.sql, params)
+        if cursor.rowcount != 1:
+            return False
+        cursor.executemany(_SQLITE_INSERT, [(pk, *row) for row in rows])
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _AppendStatement:
+    """An append's SQL for one set of run columns and one lease fence, and the columns
+    it sets with each one's adapter (the field's ``get_db_prep_save``): built once, not
+    per save."""
+
+    adapters: tuple[tuple[str, Callable[[Any, BaseDatabaseWrapper], Any]], ...]
+    sql: str
+
+
+_INSERT = f'INSERT INTO {_MESSAGE} (run_id, "index", role, data, digest)'
+_SQLITE_INSERT = f"{_INSERT} VALUES (%s, %s, %s, %s, %s)"
+
+
+@cache
+def _append_statement(
+    vendor: str, columns: tuple[str, ...], fence: str, *, keeps_status: bool
+) -> _AppendStatement:
+    """The run row's conditional ``UPDATE`` of ``columns`` (the status left out when
+    it ``keeps_status``) — on PostgreSQL in the CTE that also inserts the messages, on
+    SQLite alone (the ``INSERT`` follows it)."""
+    fields = [
+        Run._meta.get_field(name)
+        for name in columns
+        if not (keeps_status and name == "status")
+    ]
+    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
+    sql = (
+        f"UPDATE {_RUN} SET {assignments} "
+        "WHERE id = %s AND message_count = %s AND step_index = %s AND status = %s"
+        f"{fence}"
+    )
+    if vendor == "postgresql":
         sql = (
-            f"WITH run AS ({update} RETURNING id), "
-            f"added AS ({insert} SELECT run.id, m.* FROM run, "
+            f"WITH run AS ({sql} RETURNING id), "
+            f"added AS ({_INSERT} SELECT run.id, m.* FROM run, "
             # Arrays sent in binary (%b): as text each ~1 KB message would be escaped
             # in Python, ~60 µs a save against ~15 µs.
             "unnest(%b::integer[], %b::text[], %b::text[], %b::text[]) AS m) "
             "SELECT count(*) FROM run"
         )
-        with _prepared_cursor(db) as cursor:
-            cursor.execute(sql, [*params, *columns])
-            return bool(cursor.fetchone()[0])
-    with _sqlite_transaction(db) as cursor:
-        cursor.execute(update, params)
-        if cursor.rowcount != 1:
-            return False
-        cursor.executemany(
-            f"{insert} VALUES (%s, %s, %s, %s, %s)", [(pk, *row) for row in rows]
-        )
-    return True
+    return _AppendStatement(tuple((f.name, f.get_db_prep_save) for f in fields), sql)
 
 
 def record_turn(
@@ -214,13 +251,20 @@ class _QmarkCursor:
         return int(self._cursor.rowcount)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._cursor.execute(sql.replace("%s", "?"), params)
+        self._cursor.execute(_qmark(sql), params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._cursor.executemany(sql.replace("%s", "?"), rows)
+        self._cursor.executemany(_qmark(sql), rows)
 
     def fetchone(self) -> Any:
         return self._cursor.fetchone()
+
+
+@cache
+def _qmark(sql: str) -> str:
+    """``sql`` with SQLite's ``?`` placeholders: converted once per statement (they are
+    few), the same string each time for the driver's statement cache."""
+    return sql.replace("%s", "?")
 
 
 def _fence(

@@ -78,11 +78,13 @@ def decode_message(data: str, path: str) -> Message:
 
 @dataclass(frozen=True, slots=True)
 class _Remembered:
-    """What this store last wrote or read of a run: its row, history and step."""
+    """What this store last wrote or read of a run: its row, history, step and
+    status."""
 
     pk: int
     messages: tuple[Message, ...]
     step_index: int
+    status: str
 
 
 class DjangoSessionStore:
@@ -122,11 +124,12 @@ class DjangoSessionStore:
                 _run_values(checkpoint),
                 message_count=len(remembered.messages),
                 step_index=remembered.step_index,
+                status=remembered.status,
                 lease=self.lease,
                 fenced_by_root=is_child_run_id(run_id),
                 rows=_message_rows(messages, len(remembered.messages)),
             ):
-                self._remember(run_id, remembered.pk, messages, checkpoint.step_index)
+                self._remember(run_id, remembered.pk, checkpoint)
                 return
             remembered = None  # another writer changed the row: the digests decide
         with transaction.atomic():
@@ -155,7 +158,7 @@ class DjangoSessionStore:
             if checkpoint.status == "suspended" and not is_child_run_id(run_id):
                 agent = Run.objects.values_list("agent", flat=True).get(pk=pk)
                 record_client_calls(pk, agent, messages)
-        self._remember(run_id, pk, messages, checkpoint.step_index)
+        self._remember(run_id, pk, checkpoint)
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         """The run's checkpoint; ``None`` for a row without one yet — the step journal
@@ -169,8 +172,9 @@ class DjangoSessionStore:
             decode_message(data, f"{run_id}.messages[{index}]")
             for index, data in rows.values_list("index", "data")
         )
-        self._remember(run_id, run.pk, messages, run.step_index)
-        return checkpoint_of(run, messages)
+        checkpoint = checkpoint_of(run, messages)
+        self._remember(run_id, run.pk, checkpoint)
+        return checkpoint
 
     def delete(self, run_id: str) -> None:
         """Remove the run with its history, approvals, journal and sub-agent runs."""
@@ -290,11 +294,12 @@ class DjangoSessionStore:
         with self._lock:
             return self._remembered.get(run_id)
 
-    def _remember(
-        self, run_id: str, pk: int, messages: tuple[Message, ...], step_index: int
-    ) -> None:
+    def _remember(self, run_id: str, pk: int, checkpoint: AgentCheckpoint) -> None:
+        remembered = _Remembered(
+            pk, checkpoint.messages, checkpoint.step_index, checkpoint.status
+        )
         with self._lock:
-            self._remembered[run_id] = _Remembered(pk, messages, step_index)
+            self._remembered[run_id] = remembered
             self._remembered.move_to_end(run_id)
             while len(self._remembered) > _REMEMBERED_RUNS:
                 self._remembered.popitem(last=False)

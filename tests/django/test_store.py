@@ -26,6 +26,7 @@ from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
 
 WRITE = re.compile(r'\b(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?', re.IGNORECASE)
+SETS = re.compile(r'UPDATE "deuz_django_run" SET (.*?) WHERE')
 
 
 class AwaitedDjangoSessionStore(DjangoSessionStore):
@@ -289,6 +290,40 @@ def test_a_store_notices_another_writer_even_at_the_same_history_length() -> Non
     loaded = DjangoSessionStore().load("run-same")
     assert loaded is not None
     assert loaded.messages == final
+
+
+@pytest.mark.django_db
+def test_an_append_sets_the_status_only_when_it_changes() -> None:
+    """SQLite rewrites an indexed column's index entries even when it is set to the
+    value it holds, so an append that keeps the status leaves it out of its ``UPDATE``;
+    a status another writer changed meanwhile is still overwritten, by the ORM's
+    path."""
+
+    def save(step: int, history: tuple[Message, ...], status: Any) -> list[str]:
+        """The columns the save's ``UPDATE`` of the run row set."""
+        checkpoint = make_checkpoint(
+            "run-status", step, messages=history, status=status
+        )
+        with CaptureQueriesContext(connection) as queries:
+            store.save(checkpoint)
+        return [
+            assignments
+            for query in queries.captured_queries
+            for assignments in SETS.findall(query["sql"])
+        ]
+
+    store = DjangoSessionStore()
+    steps = histories(5)
+    for step, history in itertools.islice(steps, 2):
+        save(step, history, "running")
+    [kept] = save(*next(steps), "running")
+    assert '"status"' not in kept
+    Run.objects.filter(run_id="run-status").update(status="failed")
+    save(*next(steps), "running")
+    assert Run.objects.get(run_id="run-status").status == "running"
+    [changed] = save(*next(steps), "completed")
+    assert '"status"' in changed
+    assert Run.objects.get(run_id="run-status").status == "completed"
 
 
 @pytest.mark.django_db
