@@ -26,6 +26,11 @@ from .services import recoverable_runs
 
 PAGE = 1000  # records read from the journal at a time
 CONTINUE_AFTER_SECONDS = 1.0  # silence before (and between) the abandoned-run checks
+# Between legs (the last record a leg's end) a run is abandoned only if a verdict's
+# process died before resuming it, which the recovery sweep catches too: the checks
+# back off, doubling up to this, so a tab left open on a finished run costs a query
+# every half minute, not every second.
+IDLE_CHECKS_BACK_OFF_TO = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,8 @@ async def follow(
         quiet_since = checked_at = time.monotonic() - (
             0.0 if starting else CONTINUE_AFTER_SECONDS
         )
+        check_every = CONTINUE_AFTER_SECONDS
+        between_legs = False
         while True:
             changed = feed.changed(run_id)  # before reading: a nudge meanwhile counts
             records = feed.recent(run_id, cursor)
@@ -66,16 +73,20 @@ async def follow(
             if records:
                 cursor = records[-1][0]
                 quiet_since = time.monotonic()
+                check_every = CONTINUE_AFTER_SECONDS
+                between_legs = is_done(records[-1][1])
                 yield records
-                if len(records) < PAGE and not is_done(records[-1][1]):
+                if len(records) < PAGE and not between_legs:
                     # All there was, mid-leg: nothing new until ``changed`` says so
                     # (after a leg's end, the empty read below tells the caller).
                     await feed.wait(changed, poll_seconds)
                 continue
             now = time.monotonic()
-            if min(now - quiet_since, now - checked_at) >= CONTINUE_AFTER_SECONDS:
+            if min(now - quiet_since, now - checked_at) >= check_every:
                 checked_at = now
                 await _continue_if_abandoned(run_id)
+                if between_legs:
+                    check_every = min(2 * check_every, IDLE_CHECKS_BACK_OFF_TO)
             yield []
             await feed.wait(changed, poll_seconds)
 

@@ -4,12 +4,14 @@ run wakes its readers elsewhere, whenever it comes."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from deuz_django import following, leases, services
+from deuz_django.core.journal import DONE
 from deuz_django.following import follow
 from deuz_django.journal import get_journal
 from deuz_django.live import feed
@@ -102,3 +104,47 @@ async def test_a_silent_runs_polling_readers_keep_no_growing_list_of_waits() -> 
         for _ in range(500):  # a reader polling a silent run: every wait times out
             await feed.wait(feed.changed("r2"), 0.0)
         assert len(feed.state("r2").waiters) <= 64 + 2
+
+
+async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tab left open on a finished run: after the leg's end the abandoned-run checks
+    back off (doubling, up to a cap) instead of one query a second; mid-leg silence is
+    checked at the steady pace, as a crashed leg must be noticed soon."""
+    run = await sync_to_async(services.start_run)(
+        agent="streamer", messages=[{"role": "user", "content": "go"}]
+    )
+    journal = get_journal()
+    await journal.append(run.run_id, [(0, '{"type":"start"}')])
+    checks: list[float] = []
+
+    async def check(run_id: str) -> None:
+        checks.append(asyncio.get_running_loop().time())
+
+    monkeypatch.setattr(following, "_continue_if_abandoned", check)
+    monkeypatch.setattr(following, "CONTINUE_AFTER_SECONDS", 0.02)
+    monkeypatch.setattr(following, "IDLE_CHECKS_BACK_OFF_TO", 0.16)
+
+    async def checks_within(seconds: float) -> list[float]:
+        checks.clear()
+        reader = follow(run.run_id, -1, poll_seconds=0.005, starting=True)
+        try:
+            async with asyncio.timeout(seconds):
+                async for _ in reader:
+                    pass
+        except TimeoutError:
+            pass
+        finally:
+            await reader.aclose()
+        return [later - earlier for earlier, later in itertools.pairwise(checks)]
+
+    # Checks come no sooner than their interval, so the counts below are upper bounds
+    # whatever the load; the mid-leg count's floor is a third of what it can reach.
+    mid_leg = await checks_within(1.2)
+    assert len(mid_leg) >= 20  # every ~0.02 s: up to 60
+
+    await journal.append(run.run_id, [(1, DONE)])
+    between_legs = await checks_within(1.2)
+    assert len(between_legs) <= 8  # 0.04, 0.08, then every 0.16 s
+    assert between_legs[0] < between_legs[-1]
