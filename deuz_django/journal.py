@@ -21,6 +21,8 @@ from .core.journal import JournalFenced, Record, StreamJournal
 from .models import Run, StreamEntry
 from .store import Lease
 
+KNOWN_RUNS = 10_000  # runs whose row and next seq the database journal remembers
+
 
 class DatabaseJournal:
     """Records as ``StreamEntry`` rows of the root run.
@@ -45,7 +47,7 @@ class DatabaseJournal:
                 .first()
             )
             if pk is not None:
-                self._run_pks[stream_id] = pk
+                _remember(self._run_pks, stream_id, pk)
         return pk
 
     def append_sync(
@@ -76,7 +78,7 @@ class DatabaseJournal:
                 if error is None and records:
                     pk = self._run_pks[stream_id]
                     rows.extend((pk, seq, data) for seq, data in records)
-                    self._next_seq[stream_id] = records[-1][0] + 1
+                    _remember(self._next_seq, stream_id, records[-1][0] + 1)
             if rows:
                 try:
                     # executemany, not bulk_create: a streamed token must not cost a model
@@ -273,6 +275,14 @@ class RedisJournal:
         found = self._clients.pop(loop, None)
         if found is not None:
             await found[0].aclose()
+
+
+def _remember(known: dict[str, int], stream_id: str, value: int) -> None:
+    """Keep what a long-lived process knows of the runs it streamed bounded: past
+    ``KNOWN_RUNS`` it forgets them all (a forgotten run costs one query, once)."""
+    if len(known) >= KNOWN_RUNS and stream_id not in known:
+        known.clear()
+    known[stream_id] = value
 
 
 _INSERT = (

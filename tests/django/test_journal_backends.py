@@ -11,6 +11,7 @@ import pytest
 import redis
 from asgiref.sync import sync_to_async
 
+from deuz_django import journal as journal_module
 from deuz_django.core.testing.contracts import StreamJournalContract
 from deuz_django.journal import DatabaseJournal, RedisJournal
 from deuz_django.models import Run
@@ -77,6 +78,28 @@ async def test_deleting_a_run_deletes_its_database_journal() -> None:
     await journal.append(run.run_id, [(0, "{}")])
     await sync_to_async(run.delete)()
     assert await DatabaseJournal().last_seq("run-gone") is None
+
+
+async def test_a_long_lived_database_journal_remembers_a_bounded_number_of_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A daphne streams runs for months: what its journal remembers of each (the row,
+    the next seq) is forgotten past ``KNOWN_RUNS``, and a forgotten run appends and
+    reads as before."""
+    monkeypatch.setattr(journal_module, "KNOWN_RUNS", 3)
+    journal = DatabaseJournal()
+    run_ids = [f"run-many-{index}" for index in range(7)]
+    for run_id in run_ids:
+        await sync_to_async(Run.objects.create)(run_id=run_id, agent="scripted")
+        await journal.append(run_id, [(0, '{"type":"start"}')])
+        assert len(journal._run_pks) <= 3
+        assert len(journal._next_seq) <= 3
+    for run_id in run_ids:  # forgotten or not, each continues where it stopped
+        await journal.append(run_id, [(1, '{"type":"finish"}')])
+        assert await journal.read(run_id) == [
+            (0, '{"type":"start"}'),
+            (1, '{"type":"finish"}'),
+        ]
 
 
 async def test_a_leg_whose_lease_was_taken_over_cannot_append_to_the_journal() -> None:
