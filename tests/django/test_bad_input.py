@@ -6,17 +6,15 @@ frame naming the field, the socket stays open, and nothing is recorded."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from deuz_django.models import Approval, Run
-from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import API, approval, client, started
 
 NUL, SURROGATE = "\x00", "\ud800"
@@ -33,22 +31,6 @@ def raw_json(value: Any) -> str:
 # -- the WebSocket ---------------------------------------------------------------------------
 
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
-
-
-@pytest.fixture
-async def connect() -> AsyncIterator[Connect]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: Any) -> WebsocketCommunicator:
-        ws = WebsocketCommunicator(URLRouter(websocket_urlpatterns), "/ws/deuz/")
-        ws.scope["user"] = user
-        assert (await ws.connect())[0]
-        opened.append(ws)
-        return ws
-
-    yield open_as
-    for ws in opened:
-        await ws.disconnect()
 
 
 def frames_with_bad_text(run_id: str) -> list[tuple[dict[str, Any], str]]:
@@ -99,11 +81,11 @@ def fill(frame: dict[str, Any], text: str) -> dict[str, Any]:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("bad", BAD_TEXT)
 async def test_bad_text_in_any_frame_gets_an_error_naming_the_field(
-    connect: Connect, make_user: Any, bad: str
+    ws_as: Connect, make_user: Any, bad: str
 ) -> None:
     ann = await sync_to_async(make_user)("ann")
     run = await sync_to_async(started)(ann)
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     for frame, field in frames_with_bad_text(run.run_id):
         await ws.send_to(text_data=raw_json(fill(frame, BAD_TEXT[bad])))
         error = await ws.receive_json_from(timeout=5)
@@ -121,10 +103,10 @@ async def test_bad_text_in_any_frame_gets_an_error_naming_the_field(
 
 @pytest.mark.django_db(transaction=True)
 async def test_huge_numbers_and_nesting_bombs_in_frames_get_an_error(
-    connect: Connect, make_user: Any
+    ws_as: Connect, make_user: Any
 ) -> None:
     ann = await sync_to_async(make_user)("ann")
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     for text, code, words in [
         (f'{{"type": "subscribe", "runId": "r", "lastSeq": {HUGE}}}', "bad_json", ""),
         (
@@ -145,10 +127,10 @@ async def test_huge_numbers_and_nesting_bombs_in_frames_get_an_error(
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_title_over_200_characters_is_refused_on_the_socket_as_over_rest(
-    connect: Connect, make_user: Any
+    ws_as: Connect, make_user: Any
 ) -> None:
     ann = await sync_to_async(make_user)("ann")
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to(
         {"type": "start", "agent": "gated", "text": "hi", "title": "t" * 201}
     )

@@ -3,43 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from deuz_django.consumers import BURST
 from deuz_django.frames import MAX_FRAME_BYTES
 from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
-from deuz_django.routing import websocket_urlpatterns
 
 from .run_support import in_doubt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
-
-
-@pytest.fixture
-async def connect() -> AsyncIterator[Connect]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: Any) -> WebsocketCommunicator:
-        communicator = WebsocketCommunicator(
-            URLRouter(websocket_urlpatterns), "/ws/deuz/"
-        )
-        communicator.scope["user"] = user
-        connected, _ = await communicator.connect()
-        assert connected
-        opened.append(communicator)
-        return communicator
-
-    yield open_as
-    for communicator in opened:
-        await communicator.disconnect()
 
 
 async def until(
@@ -62,8 +41,8 @@ async def ann(make_user: Any) -> Any:
     return await sync_to_async(make_user)("ann")
 
 
-async def test_anonymous_sockets_are_closed_with_4401(connect: Connect) -> None:
-    ws = await connect(AnonymousUser())
+async def test_anonymous_sockets_are_closed_with_4401(ws_as: Connect) -> None:
+    ws = await ws_as(AnonymousUser())
     output = await ws.receive_output(timeout=2)
     assert output == {
         "type": "websocket.close",
@@ -73,9 +52,9 @@ async def test_anonymous_sockets_are_closed_with_4401(connect: Connect) -> None:
 
 
 async def test_start_streams_every_part_in_seq_order_then_done(
-    connect: Connect, ann: Any
+    ws_as: Connect, ann: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
     frames = await until(ws, is_final_done)
     started = frames[0]
@@ -88,13 +67,13 @@ async def test_start_streams_every_part_in_seq_order_then_done(
 
 
 async def test_subscribe_replays_only_what_follows_last_seq(
-    connect: Connect, ann: Any
+    ws_as: Connect, ann: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
     first = await until(ws, is_final_done)
     run_id = first[0]["runId"]
-    again = await connect(ann)
+    again = await ws_as(ann)
     await again.send_json_to({"type": "subscribe", "runId": run_id, "lastSeq": 10})
     replay = await until(again, is_final_done)
     assert (
@@ -106,9 +85,9 @@ async def test_subscribe_replays_only_what_follows_last_seq(
 
 
 async def test_an_approval_answered_on_the_socket_resumes_the_run(
-    connect: Connect, ann: Any, effects: Any
+    ws_as: Connect, ann: Any, effects: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "asker", "text": "email ann"})
     frames = await until(ws, is_final_done)
     request = next(
@@ -140,9 +119,9 @@ async def test_an_approval_answered_on_the_socket_resumes_the_run(
 
 
 async def test_a_forged_token_is_refused_and_nothing_is_recorded(
-    connect: Connect, ann: Any
+    ws_as: Connect, ann: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "asker", "text": "email ann"})
     frames = await until(ws, is_final_done)
     run_id = frames[0]["runId"]
@@ -166,12 +145,12 @@ async def test_a_forged_token_is_refused_and_nothing_is_recorded(
 
 
 async def test_another_users_run_is_not_found(
-    connect: Connect, ann: Any, make_user: Any
+    ws_as: Connect, ann: Any, make_user: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
     run_id = (await until(ws, is_final_done))[0]["runId"]
-    eve = await connect(await sync_to_async(make_user)("eve"))
+    eve = await ws_as(await sync_to_async(make_user)("eve"))
     for frame in (
         {"type": "subscribe", "runId": run_id},
         {"type": "cancel", "runId": run_id},
@@ -235,9 +214,9 @@ async def test_another_users_run_is_not_found(
     ],
 )
 async def test_bad_frames_get_an_error_naming_the_problem_and_the_socket_stays_open(
-    connect: Connect, ann: Any, frame: str, code: str, words: str
+    ws_as: Connect, ann: Any, frame: str, code: str, words: str
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_to(text_data=frame)
     error = await ws.receive_json_from(timeout=5)
     assert error["type"] == "error"
@@ -248,9 +227,9 @@ async def test_bad_frames_get_an_error_naming_the_problem_and_the_socket_stays_o
 
 
 async def test_oversized_and_binary_frames_are_refused(
-    connect: Connect, ann: Any
+    ws_as: Connect, ann: Any
 ) -> None:
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_to(
         text_data=json.dumps(
             {"type": "start", "agent": "scripted", "text": "x" * MAX_FRAME_BYTES}
@@ -261,8 +240,8 @@ async def test_oversized_and_binary_frames_are_refused(
     assert (await ws.receive_json_from(timeout=5))["code"] == "bad_frame"
 
 
-async def test_a_flood_is_throttled_not_crashed(connect: Connect, ann: Any) -> None:
-    ws = await connect(ann)
+async def test_a_flood_is_throttled_not_crashed(ws_as: Connect, ann: Any) -> None:
+    ws = await ws_as(ann)
     for _ in range(BURST + 60):
         await ws.send_to(text_data='{"type": "unsubscribe", "runId": "r"}')
     answer = await ws.receive_json_from(timeout=5)
@@ -272,11 +251,11 @@ async def test_a_flood_is_throttled_not_crashed(connect: Connect, ann: Any) -> N
 
 
 async def test_cancel_aborts_the_running_leg(
-    connect: Connect, ann: Any, monkeypatch: pytest.MonkeyPatch
+    ws_as: Connect, ann: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DEUZ_TEST_CHUNKS", "200")
     monkeypatch.setenv("DEUZ_TEST_CHUNK_DELAY", "0.02")
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "streamer", "text": "go"})
     frames = await until(ws, lambda f: f.get("part", {}).get("type") == "text-delta")
     run_id = frames[0]["runId"]
@@ -294,11 +273,11 @@ async def test_cancel_aborts_the_running_leg(
     [("abc-DEF_123", True), ("a" * 100, True), ("a" * 101, False), ("a.b", False)],
 )
 async def test_the_socket_and_the_api_take_the_same_run_ids(
-    connect: Connect, ann: Any, run_id: str, valid: bool
+    ws_as: Connect, ann: Any, run_id: str, valid: bool
 ) -> None:
     from rest_framework.test import APIClient
 
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to(
         {"type": "start", "agent": "scripted", "text": "hi", "runId": run_id}
     )
@@ -324,10 +303,10 @@ async def test_the_socket_and_the_api_take_the_same_run_ids(
 
 
 async def test_the_socket_answers_with_the_codes_the_api_uses(
-    connect: Connect, ann: Any
+    ws_as: Connect, ann: Any
 ) -> None:
     """A refused decision and a replayed one: the exception's code, as over REST."""
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "start", "agent": "gated", "text": "refund"})
     run_id = (await until(ws, is_final_done))[0]["runId"]
     refund = await Approval.objects.aget(run__run_id=run_id, approval_id="r1")
@@ -348,11 +327,11 @@ async def test_the_socket_answers_with_the_codes_the_api_uses(
 
 
 async def test_an_approval_response_with_a_result_records_that_the_call_happened(
-    connect: Connect, ann: Any, effects: Any
+    ws_as: Connect, ann: Any, effects: Any
 ) -> None:
     run = await sync_to_async(in_doubt)(ann)
     asked = await Approval.objects.aget(run=run, approval_id="s1")
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     await ws.send_json_to({"type": "subscribe", "runId": run.run_id, "lastSeq": -1})
     await ws.send_json_to(
         {
@@ -385,11 +364,11 @@ async def test_an_approval_response_with_a_result_records_that_the_call_happened
     ],
 )
 async def test_a_bad_result_gets_an_error_frame_and_nothing_is_recorded(
-    connect: Connect, ann: Any, change: dict[str, Any], code: str, problem: str
+    ws_as: Connect, ann: Any, change: dict[str, Any], code: str, problem: str
 ) -> None:
     run = await sync_to_async(in_doubt)(ann)
     asked = await Approval.objects.aget(run=run, approval_id="s1")
-    ws = await connect(ann)
+    ws = await ws_as(ann)
     frame = {
         "type": "approval-response",
         "runId": run.run_id,

@@ -5,18 +5,16 @@ answer — and a verdict that comes after the timeout is refused with nothing re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from deuz_django import deadline_sweep
 from deuz_django.models import Approval, Run
-from deuz_django.routing import websocket_urlpatterns
 
 from .run_support import let_time_pass
 
@@ -24,25 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
 TIMED_OUT = "Timed out: nobody decided within 10 minutes."
 WAIT_ROUNDS = 3000
-
-
-@pytest.fixture
-async def connect() -> AsyncIterator[Connect]:
-    opened: list[WebsocketCommunicator] = []
-
-    async def open_as(user: Any) -> WebsocketCommunicator:
-        communicator = WebsocketCommunicator(
-            URLRouter(websocket_urlpatterns), "/ws/deuz/"
-        )
-        communicator.scope["user"] = user
-        connected, _ = await communicator.connect()
-        assert connected
-        opened.append(communicator)
-        return communicator
-
-    yield open_as
-    for communicator in opened:
-        await communicator.disconnect()
 
 
 async def frames_until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
@@ -69,9 +48,9 @@ async def suspended_on_the_socket(ws: WebsocketCommunicator) -> Run:
 
 
 async def test_a_socket_following_the_run_sees_it_go_on_when_its_call_times_out(
-    connect: Connect, make_user: Any
+    ws_as: Connect, make_user: Any
 ) -> None:
-    ws = await connect(await sync_to_async(make_user)("ann"))
+    ws = await ws_as(await sync_to_async(make_user)("ann"))
     run = await suspended_on_the_socket(ws)
     await sync_to_async(let_time_pass)(run, timedelta(minutes=11))
     report = await sync_to_async(deadline_sweep.sweep)()
@@ -84,9 +63,9 @@ async def test_a_socket_following_the_run_sees_it_go_on_when_its_call_times_out(
 
 
 async def test_a_verdict_after_the_timeout_is_refused_on_the_socket(
-    connect: Connect, make_user: Any
+    ws_as: Connect, make_user: Any
 ) -> None:
-    ws = await connect(await sync_to_async(make_user)("ann"))
+    ws = await ws_as(await sync_to_async(make_user)("ann"))
     run = await suspended_on_the_socket(ws)
     await sync_to_async(let_time_pass)(run, timedelta(minutes=11))
     await sync_to_async(deadline_sweep.act_on_due)()  # timed out, not continued yet
