@@ -313,14 +313,12 @@ async def paced_round(
 
 def site_for(tmp: Path, chunks: int, delay: float) -> LiveSite:
     tmp.mkdir(parents=True, exist_ok=True)
-    # DEBUG off and connections kept, as in production (Django would keep a log of every
-    # query otherwise, and Channels would reopen the connection for every message).
+    # DEBUG off, as in production (Django would keep a log of every query otherwise).
     return LiveSite(
         tmp,
         DEUZ_TEST_CHUNKS=str(chunks),
         DEUZ_TEST_CHUNK_DELAY=str(delay),
         DJANGO_DEBUG="0",
-        DEUZ_TEST_KEEP_CONNECTIONS="1",
     )
 
 

@@ -4,8 +4,7 @@ DATABASE_URL switches the database (SQLite by default); REDIS_URL the channel la
 DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one);
 DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers and workers a test
 starts (off otherwise), DEUZ_RECOVERY_BACKOFF and DEUZ_RECOVERY_MAX_ATTEMPTS its pace,
-DEUZ_SHUTDOWN_GRACE their SIGTERM grace period; DEUZ_TEST_KEEP_CONNECTIONS keeps database
-connections open between uses, as the example project does. Notifications are off unless a test
+DEUZ_SHUTDOWN_GRACE their SIGTERM grace period. Notifications are off unless a test
 configures DEUZ["NOTIFIERS"] (DEUZ_TEST_NOTIFIERS: the entries as JSON).
 
 The test database is per process, and a file on SQLite (tests/django/databases.py).
@@ -19,11 +18,6 @@ from example_project.settings import DATABASES, DEUZ, INSTALLED_APPS
 from tests.django.databases import per_process_test_database
 
 per_process_test_database(DATABASES["default"])
-# Tests close connections after use (Django's default): one a thread kept open past its
-# test (sync_to_async's) would keep PostgreSQL from dropping the test database. The
-# benchmarks' servers keep them, as the example project does.
-if not os.environ.get("DEUZ_TEST_KEEP_CONNECTIONS"):
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
 if "django_tasks_db" not in INSTALLED_APPS:
     INSTALLED_APPS = [*INSTALLED_APPS, "django_tasks_db"]
 
