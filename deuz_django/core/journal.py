@@ -139,6 +139,7 @@ class JournalWriter:
         self._wakeup = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._nap: asyncio.Future[None] | None = None
         self._flushed_at = float("-inf")
 
     @classmethod
@@ -188,6 +189,8 @@ class JournalWriter:
         self._append_record(DONE)
         self._closing = True
         self._wakeup.set()
+        if self._nap is not None and not self._nap.done():
+            self._nap.set_result(None)  # the leg's end is not held for the grid
         if self._task is not None:
             await self._task
         return self.last_stored
@@ -203,6 +206,17 @@ class JournalWriter:
             return 0.0
         return interval - now % interval
 
+    async def _wait_for_tick(self, seconds: float) -> None:
+        """Sleep until the grid's next tick, or until ``close`` ends the nap."""
+        loop = asyncio.get_running_loop()
+        self._nap = nap = loop.create_future()
+        timer = loop.call_later(seconds, _wake, nap)
+        try:
+            await nap
+        finally:
+            timer.cancel()
+            self._nap = None
+
     async def _flush_loop(self) -> None:
         failures = 0
         while True:
@@ -211,7 +225,7 @@ class JournalWriter:
             loop = asyncio.get_running_loop()
             wait = self._until_next_tick(loop.time())
             if wait > 0 and not self._closing:
-                await asyncio.sleep(wait)  # what arrives meanwhile joins this append
+                await self._wait_for_tick(wait)  # what arrives meanwhile joins it
             self._flushed_at = loop.time()
             while self._buffer:
                 batch = self._buffer[:]
@@ -253,3 +267,8 @@ class JournalWriter:
                         logger.exception("deuz: journal flush callback failed")
             if self._closing:
                 return
+
+
+def _wake(nap: asyncio.Future[None]) -> None:
+    if not nap.done():
+        nap.set_result(None)

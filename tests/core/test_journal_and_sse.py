@@ -370,3 +370,20 @@ async def test_many_writers_on_the_grid_journal_every_part_once_in_order() -> No
         texts = [json.loads(data).get("text") for _, data in records[1:-1]]
         assert texts == [str(i) for i in range(60)]
         assert records[-1][1] == DONE
+
+
+async def test_a_leg_that_ends_between_ticks_is_journaled_without_waiting_for_the_grid() -> (
+    None
+):
+    """The grid delays a leg's middle, not its end: ``close`` cuts the writer's wait for
+    the next tick short, so the ``done`` sentinel (and the lease's release after it) are
+    not held back by it. With a tick an hour away, a close that waited would time out."""
+    journal = InMemoryJournal()
+    writer = JournalWriter(journal, "s", next_seq=0, flush_interval=3600)
+    writer.add_ui({"type": "text-delta", "text": "first"})  # appended at once
+    await asyncio.sleep(0)
+    writer.add_ui({"type": "text-delta", "text": "second"})  # waits for the tick
+    await asyncio.sleep(0)
+    async with asyncio.timeout(10):
+        assert await writer.close() == 2
+    assert [seq for seq, _ in await journal.read("s")] == [0, 1, 2]
