@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -92,45 +92,26 @@ def start_run(
     if spec.system is not None:
         history = (Message("system", spec.system), *history)
     run_id = run_id or uuid.uuid4().hex
-    taken = RunExists(f"Run '{run_id}' already exists.")
-    if Run.objects.filter(run_id=run_id).exists():
-        raise taken
-    try:
-        with transaction.atomic():
-            run = _record_start(agent, history, owner, run_id, title)
-    except IntegrityError:  # the same id, started concurrently
-        raise taken from None
-    run.refresh_from_db()
-    return run
-
-
-def _record_start(
-    agent: str,
-    history: tuple[Message, ...],
-    owner: Any,
-    run_id: str,
-    title: str,
-) -> Run:
-    """The run row and its first checkpoint (step 0, ``running``)."""
     first_user_text = next((m.text for m in history if m.role == "user" and m.text), "")
-    run = Run.objects.create(
-        run_id=run_id,
-        agent=agent,
-        owner=owner if is_signed_in(owner) else None,
-        title=title or first_user_text[:200],
-    )
-    DjangoSessionStore().save(
-        AgentCheckpoint(
-            run_id=run_id,
-            step_id=f"{run_id}#0",
-            step_index=0,
-            status="running",
-            messages=history,
-            usage=EMPTY_USAGE,
-            created_at=int(timezone.now().timestamp() * 1000),
+    try:
+        return DjangoSessionStore().create(
+            AgentCheckpoint(
+                run_id=run_id,
+                step_id=f"{run_id}#0",
+                step_index=0,
+                status="running",
+                messages=history,
+                usage=EMPTY_USAGE,
+                created_at=int(timezone.now().timestamp() * 1000),
+            ),
+            agent=agent,
+            owner=owner if is_signed_in(owner) else None,
+            title=title or first_user_text[:200],
         )
-    )
-    return run
+    except IntegrityError:
+        if Run.objects.filter(run_id=run_id).exists():  # the same id, started before
+            raise RunExists(f"Run '{run_id}' already exists.") from None
+        raise
 
 
 astart_run = sync_to_async(start_run)

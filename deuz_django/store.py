@@ -106,9 +106,7 @@ class DjangoSessionStore:
         self.on_lease_lost = on_lease_lost
         self.on_save_failed = on_save_failed
         self.on_saved = on_saved
-        self.step_journal = DjangoStepJournal(
-            lease=lease, create_run=lambda run_id: self._run_row(run_id)[0]
-        )
+        self.step_journal = DjangoStepJournal(lease=lease, run_pk=self._run_pk)
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -159,6 +157,24 @@ class DjangoSessionStore:
                 agent = Run.objects.values_list("agent", flat=True).get(pk=pk)
                 record_client_calls(pk, agent, messages)
         self._remember(run_id, pk, checkpoint)
+
+    def create(self, checkpoint: AgentCheckpoint, **columns: Any) -> Run:
+        """A new run's row, with ``columns`` and its first checkpoint, and its history:
+        two inserts (a start has no stored row to compare with). Raises
+        ``IntegrityError`` when the run id is taken."""
+        with transaction.atomic():
+            run = Run.objects.create(
+                run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
+            )
+            RunMessage.objects.bulk_create(
+                [
+                    RunMessage(run_id=run.pk, index=i, role=r, data=d, digest=h)
+                    for i, r, d, h in _message_rows(checkpoint.messages, 0)
+                ],
+                batch_size=500,
+            )
+        self._remember(checkpoint.run_id, run.pk, checkpoint)
+        return run
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         """The run's checkpoint; ``None`` for a row without one yet — the step journal
@@ -216,6 +232,11 @@ class DjangoSessionStore:
         return await sync_to_async(self.list)()
 
     # -- internals ------------------------------------------------------------------------
+
+    def _run_pk(self, run_id: str) -> int:
+        """The run's row pk: remembered when this store read or wrote the run."""
+        remembered = self._recall(run_id)
+        return remembered.pk if remembered is not None else self._run_row(run_id)[0]
 
     def _run_row(self, run_id: str) -> tuple[int, int]:
         """The run's pk and stored message count, creating the row on first save.
