@@ -22,7 +22,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from .conf import deuz_settings
@@ -59,36 +59,30 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
     try:
         with transaction.atomic():
-            pk = (
+            found = (
                 Run.objects.select_for_update(skip_locked=True)
                 .filter(free, run_id=run_id)
-                .values_list("pk", flat=True)
+                .values_list("pk", "lease_generation")
                 .first()
             )
-            taken = (
-                0
-                if pk is None
-                else Run.objects.filter(free, pk=pk).update(
-                    lease_owner=owner,
-                    lease_expires_at=now + lease_duration(),
-                    lease_generation=F("lease_generation") + 1,
-                )
-            )
+            # The generation read is part of the compare-and-set: the update matches
+            # only if nobody took the lease in between, so the new generation is known.
+            generation = None if found is None else found[1] + 1
+            if found is not None and not Run.objects.filter(
+                free, pk=found[0], lease_generation=found[1]
+            ).update(
+                lease_owner=owner,
+                lease_expires_at=now + lease_duration(),
+                lease_generation=generation,
+            ):
+                generation = None
     except OperationalError as error:
         if not _file_locked(error):
             raise
         raise RunBusy(run_id) from error
-    if taken != 1:
+    if generation is None:
         if not Run.objects.filter(run_id=run_id).exists():
             raise RunNotFound(f"No run '{run_id}'.")
-        raise RunBusy(run_id)
-    # Read back by owner: if the lease lapsed and was taken over in between, it is not ours.
-    generation = (
-        Run.objects.filter(run_id=run_id, lease_owner=owner)
-        .values_list("lease_generation", flat=True)
-        .first()
-    )
-    if generation is None:
         raise RunBusy(run_id)
     return Lease(run_id, owner, generation)
 
