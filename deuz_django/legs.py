@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.utils import timezone
 
 from . import draining, leases
@@ -97,9 +97,7 @@ def gather_verdicts(
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:
         raise RunNotResumable(f"Run '{run_id}' is completed.")
-    with transaction.atomic():
-        verdicts = collect_verdicts(run, deny_remaining=deny_remaining, user=user)
-    return run, verdicts
+    return run, collect_verdicts(run, deny_remaining=deny_remaining, user=user)
 
 
 def _prepare(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from .exceptions import RunNotResumable
@@ -35,6 +36,13 @@ def collect_verdicts(
     ids = waiting_ids(run)
     if not ids:
         return []
+    with transaction.atomic():  # the rows marked expired or denied: all, or none
+        return _verdicts_of(run, ids, deny_remaining=deny_remaining, user=user)
+
+
+def _verdicts_of(
+    run: Run, ids: list[str], *, deny_remaining: bool, user: Any
+) -> list[dict[str, Any]]:
     rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
     now = timezone.now()
     undecided = [
@@ -88,6 +96,8 @@ def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
     if age is None:
         return None
     approved = [v["approvalId"] for v in verdicts if v["approved"]]
+    if not approved:
+        return age / timedelta(milliseconds=1)
     decided = run.approvals.filter(approval_id__in=approved).values_list(
         "decided_at", flat=True
     )
