@@ -152,12 +152,15 @@ class DatabaseJournal:
         pk = self._run_pk(stream_id)
         if pk is None:
             return None
-        return (
+        last = (
             StreamEntry.objects.filter(run_id=pk)
             .order_by("-seq")
             .values_list("seq", flat=True)
             .first()
         )
+        # What a writer opening the journal asked: its first append need not ask again.
+        _remember(self._next_seq, stream_id, 0 if last is None else last + 1)
+        return last
 
     def delete_sync(self, stream_id: str) -> None:
         pk = self._run_pk(stream_id)

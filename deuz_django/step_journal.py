@@ -41,13 +41,14 @@ class DjangoStepJournal:
         self,
         *,
         lease: Lease | None = None,
-        create_run: Callable[[str], int] | None = None,
+        run_pk: Callable[[str], int] | None = None,
     ) -> None:
-        """``create_run`` makes the row of a run not saved yet (a new run's first step
-        runs before its first checkpoint) and returns its pk; without it such a run is
-        :class:`RunNotFound`."""
+        """``run_pk`` gives a run's row pk — the store's, which knows the rows it read
+        or wrote and makes the row of a run not saved yet (a new run's first step runs
+        before its first checkpoint); without it the row is looked up, and a run without
+        one is :class:`RunNotFound`."""
         self.lease = lease
-        self.create_run = create_run
+        self.run_pk = run_pk
         self._runs: dict[str, int] = {}
         self._steps: dict[tuple[str, int], int] = {}
 
@@ -179,9 +180,14 @@ class DjangoStepJournal:
     def _run_pk(self, run_id: str) -> int:
         pk = self._runs.get(run_id)
         if pk is None:
-            pk = Run.objects.filter(run_id=run_id).values_list("pk", flat=True).first()
-            if pk is None and self.create_run is not None:
-                pk = self.create_run(run_id)
+            if self.run_pk is not None:
+                pk = self.run_pk(run_id)
+            else:
+                pk = (
+                    Run.objects.filter(run_id=run_id)
+                    .values_list("pk", flat=True)
+                    .first()
+                )
             if pk is None:
                 raise RunNotFound(f"No run '{run_id}'.")
             self._runs[run_id] = pk
