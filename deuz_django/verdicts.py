@@ -466,8 +466,11 @@ def waiting_ids(run: Run) -> list[str]:
 
 def current_pending(run: Run) -> QuerySet[Approval]:
     """The approvals the run still waits for: undecided and not yet too old to decide."""
+    waiting = waiting_ids(run)
+    if not waiting:  # a running or finished run: nothing to build a query for
+        return run.approvals.none()
     pending = run.approvals.filter(
-        approval_id__in=waiting_ids(run), status=ApprovalStatus.PENDING
+        approval_id__in=waiting, status=ApprovalStatus.PENDING
     )
     cutoff = expiry_cutoff()
     return pending if cutoff is None else pending.filter(created_at__gt=cutoff)
