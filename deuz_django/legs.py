@@ -92,7 +92,7 @@ def gather_verdicts(
 ) -> tuple[Run, list[dict[str, Any]]]:
     """Under the lease: check the run may resume, and gather its verdicts (with
     ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf)."""
-    run = Run.objects.filter(run_id=run_id).first()
+    run = Run.objects.filter(run_id=run_id).order_by().first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:
@@ -298,6 +298,7 @@ async def _start(
         on_lease_lost=controller.abort,
         on_save_failed=save_failed,
         on_saved=lambda: draining.stop_at_boundary(run_id, controller),
+        run=run,
     )
     leg = resume_stream_from_checkpoint(store, run_id, **options)
     return run, leg, await _open_stream(lease, controller)

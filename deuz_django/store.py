@@ -101,8 +101,12 @@ class DjangoSessionStore:
         on_lease_lost: Callable[[BaseException], None] | None = None,
         on_save_failed: Callable[[BaseException], None] | None = None,
         on_saved: Callable[[], None] | None = None,
+        run: Run | None = None,
     ) -> None:
+        """``run``: the row a leg just read under ``lease`` — its first load of that run
+        starts from it instead of reading it again."""
         self.lease = lease
+        self._read_row = run
         self.on_lease_lost = on_lease_lost
         self.on_save_failed = on_save_failed
         self.on_saved = on_saved
@@ -180,7 +184,9 @@ class DjangoSessionStore:
         """The run's checkpoint; ``None`` for a row without one yet — the step journal
         creates a sub-agent's row when its first turn is recorded, before its first
         checkpoint, and that row must not read as a checkpoint with no history."""
-        run = Run.objects.filter(run_id=run_id).first()
+        run, self._read_row = self._read_row, None
+        if run is None or run.run_id != run_id:
+            run = Run.objects.filter(run_id=run_id).order_by().first()
         if run is None or run.message_count == 0:
             return None
         rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
