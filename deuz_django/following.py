@@ -60,18 +60,27 @@ async def follow(
         )
         check_every = CONTINUE_AFTER_SECONDS
         between_legs = False
+        # The first read takes the cursor's own record too: a reader that reconnects
+        # caught up learns whether it stopped at a leg's end (between legs) for free.
+        after = cursor - 1 if cursor >= 0 else cursor
         while True:
             changed = feed.changed(run_id)  # before reading: a nudge meanwhile counts
-            records = feed.recent(run_id, cursor)
+            records = feed.recent(run_id, after)
             if records is None:
                 try:
-                    records = await journal.read(run_id, cursor, PAGE)
+                    limit = PAGE if after == cursor else PAGE + 1
+                    records = await journal.read(run_id, after, limit)
                 except Exception as error:  # a failing journal says so; we retry
                     yield Unavailable(error)
                     await asyncio.sleep(poll_seconds)
                     continue
+            if after != cursor:
+                if records and records[0][0] == cursor:
+                    between_legs = is_done(records[0][1])
+                    records = records[1:]
+                after = cursor
             if records:
-                cursor = records[-1][0]
+                cursor = after = records[-1][0]
                 quiet_since = time.monotonic()
                 check_every = CONTINUE_AFTER_SECONDS
                 between_legs = is_done(records[-1][1])

@@ -109,9 +109,10 @@ async def test_a_silent_runs_polling_readers_keep_no_growing_list_of_waits() -> 
 async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A tab left open on a finished run: after the leg's end the abandoned-run checks
-    back off (doubling, up to a cap) instead of one query a second; mid-leg silence is
-    checked at the steady pace, as a crashed leg must be noticed soon."""
+    """A tab left open on a finished run, or reconnecting to one: after the leg's end
+    the abandoned-run checks back off (doubling, up to a cap) instead of one query a
+    second; mid-leg silence is checked at the steady pace, as a crashed leg must be
+    noticed soon."""
     run = await sync_to_async(services.start_run)(
         agent="streamer", messages=[{"role": "user", "content": "go"}]
     )
@@ -126,9 +127,9 @@ async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
     monkeypatch.setattr(following, "CONTINUE_AFTER_SECONDS", 0.02)
     monkeypatch.setattr(following, "IDLE_CHECKS_BACK_OFF_TO", 0.16)
 
-    async def checks_within(seconds: float) -> list[float]:
+    async def checks_within(seconds: float, cursor: int = -1) -> list[float]:
         checks.clear()
-        reader = follow(run.run_id, -1, poll_seconds=0.005, starting=True)
+        reader = follow(run.run_id, cursor, poll_seconds=0.005, starting=True)
         try:
             async with asyncio.timeout(seconds):
                 async for _ in reader:
@@ -144,7 +145,15 @@ async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
     mid_leg = await checks_within(1.2)
     assert len(mid_leg) >= 20  # every ~0.02 s: up to 60
 
+    # A tab reconnecting mid-leg, caught up (its lastSeq the leg's latest part).
+    assert len(await checks_within(1.2, cursor=0)) >= 20
+
     await journal.append(run.run_id, [(1, DONE)])
     between_legs = await checks_within(1.2)
     assert len(between_legs) <= 8  # 0.04, 0.08, then every 0.16 s
     assert between_legs[0] < between_legs[-1]
+    # A tab reconnecting caught up with the leg's end (after a deploy, every open tab
+    # does) learns it from its first read, with no record to wait for.
+    reconnected = await checks_within(1.2, cursor=1)
+    assert len(reconnected) <= 8
+    assert reconnected[0] < reconnected[-1]
