@@ -43,6 +43,7 @@ class DatabaseJournal:
         if pk is None:
             pk = (
                 Run.objects.filter(run_id=stream_id)
+                .order_by()
                 .values_list("pk", flat=True)
                 .first()
             )

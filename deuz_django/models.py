@@ -42,7 +42,13 @@ class RunQuerySet(models.QuerySet["Run"]):
         addressed directly. Every surface looks runs up through here."""
         if not RUN_ID_PATTERN.fullmatch(run_id):  # never sent to the database (NUL, …)
             raise RunNotFound("No such run.")
-        run = self.for_user(user).select_related("owner").filter(run_id=run_id).first()
+        run = (
+            self.for_user(user)
+            .select_related("owner")
+            .filter(run_id=run_id)
+            .order_by()
+            .first()
+        )
         if run is None:
             raise RunNotFound(f"No run '{run_id}'.")
         return run

@@ -98,7 +98,11 @@ class DjangoStepJournal:
             RunCall.objects.create(step_id=step_pk, tool_call_id=tool_call_id, **values)
 
     def load_step(self, run_id: str, step_index: int) -> JournalStep | None:
-        step = RunStep.objects.filter(run__run_id=run_id, step_index=step_index).first()
+        step = (
+            RunStep.objects.filter(run__run_id=run_id, step_index=step_index)
+            .order_by()
+            .first()
+        )
         return None if step is None else self._loaded(run_id, step)
 
     def latest_step(self, run_id: str) -> JournalStep | None:
@@ -198,6 +202,7 @@ class DjangoStepJournal:
         if pk is None:
             pk = (
                 RunStep.objects.filter(run__run_id=run_id, step_index=step_index)
+                .order_by()
                 .values_list("pk", flat=True)
                 .first()
             )

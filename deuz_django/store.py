@@ -250,7 +250,10 @@ class DjangoSessionStore:
         A sub-agent's row hangs under its parent's and inherits its agent and owner.
         """
         found = (
-            Run.objects.filter(run_id=run_id).values_list("pk", "message_count").first()
+            Run.objects.filter(run_id=run_id)
+            .order_by()
+            .values_list("pk", "message_count")
+            .first()
         )
         if found is not None:
             return found
