@@ -47,9 +47,9 @@ async def follow(
 
     An empty batch says a poll found nothing new: a caller that ends at some point (the
     SSE view, after the last leg's end) decides then. Leg ends are records too
-    (:func:`deuz_django.core.journal.is_done`). ``starting``: the caller is about to
-    continue the run itself (it just started it), so the reader does not check at once
-    whether the run was abandoned.
+    (:func:`deuz_django.core.journal.is_done`). ``starting``: the caller just started
+    the run and is about to continue it itself, so its journal is still empty (not read)
+    and the reader does not check at once whether the run was abandoned.
     """
     journal = get_journal()
     with feed.reading(run_id):
@@ -66,6 +66,9 @@ async def follow(
         while True:
             changed = feed.changed(run_id)  # before reading: a nudge meanwhile counts
             records = feed.recent(run_id, after)
+            if records is None and starting:
+                records = []  # a run just started: nothing journaled elsewhere
+            starting = False
             if records is None:
                 try:
                     limit = PAGE if after == cursor else PAGE + 1

@@ -129,7 +129,7 @@ async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
 
     async def checks_within(seconds: float, cursor: int = -1) -> list[float]:
         checks.clear()
-        reader = follow(run.run_id, cursor, poll_seconds=0.005, starting=True)
+        reader = follow(run.run_id, cursor, poll_seconds=0.005)
         try:
             async with asyncio.timeout(seconds):
                 async for _ in reader:
@@ -157,3 +157,29 @@ async def test_a_reader_of_a_run_between_legs_checks_it_less_and_less_often(
     reconnected = await checks_within(1.2, cursor=1)
     assert len(reconnected) <= 8
     assert reconnected[0] < reconnected[-1]
+
+
+async def test_a_reader_of_a_run_its_caller_just_started_does_not_read_the_empty_journal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The consumer follows a run it has just started before its leg writes anything:
+    the reader waits for the leg's first parts instead of querying an empty journal."""
+    run = await sync_to_async(services.start_run)(
+        agent="streamer", messages=[{"role": "user", "content": "go"}]
+    )
+    journal = get_journal()
+    real_read = journal.read
+    reads: list[int] = []
+
+    async def counting_read(run_id: str, after: int = -1, limit: int = 1000) -> Any:
+        reads.append(after)
+        return await real_read(run_id, after, limit)
+
+    monkeypatch.setattr(journal, "read", counting_read)
+    reader = follow(run.run_id, -1, poll_seconds=NO_POLL, starting=True)
+    try:
+        async with asyncio.timeout(GUARD_SECONDS):
+            assert await anext(reader) == []
+    finally:
+        await reader.aclose()
+    assert reads == []
