@@ -65,17 +65,18 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
                 .values_list("pk", "lease_generation")
                 .first()
             )
-            # The generation read is part of the compare-and-set: the update matches
-            # only if nobody took the lease in between, so the new generation is known.
-            generation = None if found is None else found[1] + 1
-            if found is not None and not Run.objects.filter(
-                free, pk=found[0], lease_generation=found[1]
-            ).update(
-                lease_owner=owner,
-                lease_expires_at=now + lease_duration(),
-                lease_generation=generation,
-            ):
-                generation = None
+            generation = None
+            if found is not None:
+                pk, current = found
+                # The generation read is part of the compare-and-set: the update
+                # matches only if nobody took the lease in between, so the new
+                # generation is known.
+                if Run.objects.filter(free, pk=pk, lease_generation=current).update(
+                    lease_owner=owner,
+                    lease_expires_at=now + lease_duration(),
+                    lease_generation=current + 1,
+                ):
+                    generation = current + 1
     except OperationalError as error:
         if not _file_locked(error):
             raise
