@@ -148,13 +148,7 @@ class DjangoSessionStore:
             if start < stored:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
-                RunMessage.objects.bulk_create(
-                    [
-                        RunMessage(run_id=pk, index=i, role=r, data=d, digest=h)
-                        for i, r, d, h in _message_rows(messages, start)
-                    ],
-                    batch_size=500,
-                )
+                _insert_messages(pk, messages, start)
             if checkpoint.pending_approvals and not is_child_run_id(run_id):
                 record_approvals(pk, run_id, checkpoint.pending_approvals)
             if checkpoint.status == "suspended" and not is_child_run_id(run_id):
@@ -170,13 +164,7 @@ class DjangoSessionStore:
             run = Run.objects.create(
                 run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
             )
-            RunMessage.objects.bulk_create(
-                [
-                    RunMessage(run_id=run.pk, index=i, role=r, data=d, digest=h)
-                    for i, r, d, h in _message_rows(checkpoint.messages, 0)
-                ],
-                batch_size=500,
-            )
+            _insert_messages(run.pk, checkpoint.messages, 0)
         self._remember(checkpoint.run_id, run.pk, checkpoint)
         return run
 
@@ -405,6 +393,18 @@ def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
         "recover_after": None,
         "updated_at": timezone.now(),
     }
+
+
+def _insert_messages(pk: int, messages: tuple[Message, ...], start: int) -> None:
+    """The run's messages from ``start`` on, as rows (the ORM's path; the common append
+    is :mod:`.boundary_write`'s)."""
+    RunMessage.objects.bulk_create(
+        [
+            RunMessage(run_id=pk, index=i, role=r, data=d, digest=h)
+            for i, r, d, h in _message_rows(messages, start)
+        ],
+        batch_size=500,
+    )
 
 
 def _message_rows(
