@@ -41,12 +41,7 @@ class DatabaseJournal:
     def _run_pk(self, stream_id: str) -> int | None:
         pk = self._run_pks.get(stream_id)
         if pk is None:
-            pk = (
-                Run.objects.filter(run_id=stream_id)
-                .order_by()
-                .values_list("pk", flat=True)
-                .first()
-            )
+            pk = Run.objects.named(stream_id).values_list("pk", flat=True).first()
             if pk is not None:
                 _remember(self._run_pks, stream_id, pk)
         return pk

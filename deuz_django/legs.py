@@ -92,7 +92,7 @@ def gather_verdicts(
 ) -> tuple[Run, list[dict[str, Any]]]:
     """Under the lease: check the run may resume, and gather its verdicts (with
     ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf)."""
-    run = Run.objects.filter(run_id=run_id).order_by().first()
+    run = Run.objects.named(run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:

@@ -42,13 +42,7 @@ class RunQuerySet(models.QuerySet["Run"]):
         addressed directly. Every surface looks runs up through here."""
         if not RUN_ID_PATTERN.fullmatch(run_id):  # never sent to the database (NUL, …)
             raise RunNotFound("No such run.")
-        run = (
-            self.for_user(user)
-            .select_related("owner")
-            .filter(run_id=run_id)
-            .order_by()
-            .first()
-        )
+        run = self.for_user(user).select_related("owner").named(run_id).first()
         if run is None:
             raise RunNotFound(f"No run '{run_id}'.")
         return run
@@ -56,6 +50,11 @@ class RunQuerySet(models.QuerySet["Run"]):
     async def avisible(self, user: Any, run_id: str) -> Run:
         # In a thread: the permission check may query the database (``has_perm``).
         return await sync_to_async(self.visible)(user, run_id)
+
+    def named(self, run_id: str) -> RunQuerySet:
+        """The run ``run_id`` (unique), unordered: the model's ``-updated_at`` ordering
+        would be compiled and sorted for one row."""
+        return self.filter(run_id=run_id).order_by()
 
     def roots(self) -> RunQuerySet:
         return self.filter(parent__isnull=True)

@@ -41,14 +41,14 @@ class DjangoStepJournal:
         self,
         *,
         lease: Lease | None = None,
-        run_pk: Callable[[str], int] | None = None,
+        run_pk: Callable[[str], int | None] | None = None,
     ) -> None:
         """``run_pk`` gives a run's row pk — the store's, which knows the rows it read
         or wrote and makes the row of a run not saved yet (a new run's first step runs
         before its first checkpoint); without it the row is looked up, and a run without
         one is :class:`RunNotFound`."""
         self.lease = lease
-        self.run_pk = run_pk
+        self.run_pk = run_pk or _stored_run_pk
         self._runs: dict[str, int] = {}
         self._steps: dict[tuple[str, int], int] = {}
 
@@ -98,11 +98,7 @@ class DjangoStepJournal:
             RunCall.objects.create(step_id=step_pk, tool_call_id=tool_call_id, **values)
 
     def load_step(self, run_id: str, step_index: int) -> JournalStep | None:
-        step = (
-            RunStep.objects.filter(run__run_id=run_id, step_index=step_index)
-            .order_by()
-            .first()
-        )
+        step = _step(run_id, step_index).first()
         return None if step is None else self._loaded(run_id, step)
 
     def latest_step(self, run_id: str) -> JournalStep | None:
@@ -184,14 +180,7 @@ class DjangoStepJournal:
     def _run_pk(self, run_id: str) -> int:
         pk = self._runs.get(run_id)
         if pk is None:
-            if self.run_pk is not None:
-                pk = self.run_pk(run_id)
-            else:
-                pk = (
-                    Run.objects.filter(run_id=run_id)
-                    .values_list("pk", flat=True)
-                    .first()
-                )
+            pk = self.run_pk(run_id)
             if pk is None:
                 raise RunNotFound(f"No run '{run_id}'.")
             self._runs[run_id] = pk
@@ -200,18 +189,23 @@ class DjangoStepJournal:
     def _step_pk(self, run_id: str, step_index: int) -> int:
         pk = self._steps.get((run_id, step_index))
         if pk is None:
-            pk = (
-                RunStep.objects.filter(run__run_id=run_id, step_index=step_index)
-                .order_by()
-                .values_list("pk", flat=True)
-                .first()
-            )
+            pk = _step(run_id, step_index).values_list("pk", flat=True).first()
             if pk is None:
                 raise RunNotFound(
                     f"No turn recorded for step {step_index} of {run_id}."
                 )
             self._steps[(run_id, step_index)] = pk
         return pk
+
+
+def _stored_run_pk(run_id: str) -> int | None:
+    return Run.objects.named(run_id).values_list("pk", flat=True).first()
+
+
+def _step(run_id: str, step_index: int) -> QuerySet[RunStep]:
+    """The run's step ``step_index`` (unique), unordered: the model's ordering by run
+    would join the run table to sort one row."""
+    return RunStep.objects.filter(run__run_id=run_id, step_index=step_index).order_by()
 
 
 def calls_in_doubt(

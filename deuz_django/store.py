@@ -174,7 +174,7 @@ class DjangoSessionStore:
         checkpoint, and that row must not read as a checkpoint with no history."""
         run, self._read_row = self._read_row, None
         if run is None or run.run_id != run_id:
-            run = Run.objects.filter(run_id=run_id).order_by().first()
+            run = Run.objects.named(run_id).first()
         if run is None or run.message_count == 0:
             return None
         rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
@@ -237,17 +237,12 @@ class DjangoSessionStore:
 
         A sub-agent's row hangs under its parent's and inherits its agent and owner.
         """
-        found = (
-            Run.objects.filter(run_id=run_id)
-            .order_by()
-            .values_list("pk", "message_count")
-            .first()
-        )
+        found = Run.objects.named(run_id).values_list("pk", "message_count").first()
         if found is not None:
             return found
         parent = None
         if is_child_run_id(run_id):
-            parent = Run.objects.filter(run_id=parent_run_id(run_id)).first()
+            parent = Run.objects.named(parent_run_id(run_id)).first()
         created = Run.objects.create(
             run_id=run_id,
             parent=parent,

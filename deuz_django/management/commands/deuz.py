@@ -367,7 +367,7 @@ class Command(BaseCommand):
 
 
 def _get_run(run_id: str) -> Run:
-    run = Run.objects.select_related("owner").filter(run_id=run_id).first()
+    run = Run.objects.select_related("owner").named(run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     return run
