@@ -166,6 +166,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         approval = (
             await Approval.objects.select_related("run")
             .filter(run=run, approval_id=approval_id)
+            .newest_first()
             .afirst()
         )
         if approval is None:

@@ -22,13 +22,17 @@ from .registry import agent_deadlines
 logger = logging.getLogger("deuz_django")
 
 
-def schedule_deadlines(run_pk: int, approval_ids: Sequence[str]) -> None:
-    """Give the run's newly recorded gated calls the deadlines their agent sets (in the
-    suspension's transaction, before anyone is told of them). Deadlines that cannot be
-    read leave the calls waiting for a person, as without one (logged)."""
+def schedule_deadlines(
+    run_pk: int, step_index: int, approval_ids: Sequence[str]
+) -> None:
+    """Give the gated calls just recorded for the run's ask at ``step_index`` the
+    deadlines their agent sets (in the suspension's transaction, before anyone is told
+    of them). Deadlines that cannot be read leave the calls waiting for a person, as
+    without one (logged)."""
     rows = list(
         Approval.objects.filter(
             run_id=run_pk,
+            step_index=step_index,
             approval_id__in=approval_ids,
             kind__in=[ApprovalKind.APPROVAL, ApprovalKind.QUESTION],
             status=ApprovalStatus.PENDING,

@@ -13,7 +13,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from .deadlines import escalation_label
@@ -99,6 +99,9 @@ class Run(models.Model):
     recover_after = models.DateTimeField(null=True, blank=True)
     # A leg opened the stream journal and has not closed it yet (readers wait for "done").
     journal_open = models.BooleanField(default=False)
+    # The digest of the agent's tool definitions when the run last suspended
+    # (deuz_django.tool_versions): a deploy that changed them since shows on the run.
+    tools_fingerprint = models.CharField(max_length=64, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)
@@ -193,14 +196,25 @@ class RunStep(models.Model):
 
 
 class RunCall(models.Model):
-    """One tool call of a journaled step: the row exists once the call started; it is
-    ``finished`` once its outcome (``result``, codec JSON, and ``is_error``) is recorded."""
+    """One tool call of a journaled step — an execution: the row exists once the call
+    started; it is ``finished`` once its outcome (``result``, codec JSON, and
+    ``is_error``) is recorded. A call that ran on a recorded decision points at it
+    (``decision``, its receipt): one decision, one execution, by the unique key."""
 
     step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="calls")
     tool_call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200, blank=True)
     finished = models.BooleanField(default=False)
     result = models.TextField(blank=True)
     is_error = models.BooleanField(default=False)
+    decision = models.OneToOneField(
+        "Approval",
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        related_name="execution",
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["step", "id"]
@@ -249,6 +263,16 @@ class ApprovalQuerySet(models.QuerySet["Approval"]):
     def pending(self) -> ApprovalQuerySet:
         return self.filter(status=ApprovalStatus.PENDING)
 
+    def newest_first(self) -> ApprovalQuerySet:
+        """Latest ask first: the row a call id addresses is its latest ask's (a call
+        id the model re-used names its earlier asks too)."""
+        return self.order_by(F("step_index").desc(nulls_last=True), "-pk")
+
+    def asked_at(self, run: Run) -> ApprovalQuerySet:
+        """The rows of ``run``'s current ask: the calls its latest checkpoint suspended
+        on (rows of earlier asks are history, and settle nothing)."""
+        return self.filter(run=run, step_index=run.step_index)
+
 
 class Approval(models.Model):
     """One gated call awaiting (or having received) a verdict — the audit trail.
@@ -265,6 +289,19 @@ class Approval(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
     approval_id = models.CharField(max_length=200)
+    # The ask: the run's checkpoint boundary that suspended on the call (``None`` on
+    # rows older than asks). A call asked again at a later boundary — another step or
+    # leg, a reused call id, a replayed turn — is a new row, decided anew.
+    step_index = models.PositiveIntegerField(null=True, blank=True)
+    # The SHA-256 of the input the call was asked with (core.approvals.input_digest):
+    # an approving verdict authorizes that input (or the edit it made) only.
+    input_digest = models.CharField(max_length=64, blank=True)
+    # The tool's definition when the call was asked, and the digest of the one an
+    # approving verdict was given on (deuz_django.tool_definitions): a deploy that
+    # changes the tool in between is shown to the approver, and a verdict given on an
+    # older definition never runs a newer one.
+    tool_definition = models.JSONField(null=True, blank=True)
+    decided_on_definition = models.CharField(max_length=64, blank=True)
     kind = models.CharField(
         max_length=16, choices=ApprovalKind.choices, default=ApprovalKind.APPROVAL
     )
@@ -335,16 +372,10 @@ class Approval(models.Model):
             ("edit_approval_input", "Can edit a call's input before approving it"),
         ]
         constraints = [
+            # One row per call per ask (legacy rows, without an ask, are all distinct).
             models.UniqueConstraint(
-                fields=["run", "approval_id"],
-                condition=Q(kind__in=["approval", "question", "client_tool"]),
-                name="deuz_approval_per_run",
-            ),
-            # A call in doubt again after a "run it again" gets a new row; one pending.
-            models.UniqueConstraint(
-                fields=["run", "approval_id"],
-                condition=Q(kind="outcome_unknown", status="pending"),
-                name="deuz_pending_outcome_per_call",
+                fields=["run", "step_index", "approval_id"],
+                name="deuz_approval_per_ask",
             ),
             models.CheckConstraint(
                 condition=Q(status="pending") | Q(decided_at__isnull=False),

@@ -17,6 +17,7 @@ from .verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     announce_verdict,
+    definition_changed_since_verdict,
     is_expired,
     max_age,
     user_or_none,
@@ -43,7 +44,10 @@ def collect_verdicts(
 def _verdicts_of(
     run: Run, ids: list[str], *, deny_remaining: bool, user: Any
 ) -> list[dict[str, Any]]:
-    rows = {a.approval_id: a for a in run.approvals.filter(approval_id__in=ids)}
+    rows = {
+        a.approval_id: a
+        for a in Approval.objects.asked_at(run).filter(approval_id__in=ids)
+    }
     now = timezone.now()
     undecided = [
         approval_id
@@ -70,22 +74,48 @@ def _verdicts_of(
             row.refresh_from_db()  # a verdict recorded concurrently wins
             if updated:
                 announce_verdict(row)
-    verdicts: list[dict[str, Any]] = []
-    for approval_id in ids:
-        row = rows.get(approval_id)
-        if row is not None and row.status == ApprovalStatus.APPROVED:
-            approved = {"approvalId": approval_id, "approved": True, "token": row.token}
-            if row.edited_input is not None:
-                approved["editedInput"] = row.edited_input
-            if row.answer is not None:
-                approved["answer"] = row.answer
-            verdicts.append(approved)
-        else:
-            reason = row.reason if row is not None else RESUMED_WITHOUT_VERDICT
-            verdicts.append(
-                {"approvalId": approval_id, "approved": False, "reason": reason}
-            )
-    return verdicts
+    return [_verdict(approval_id, rows.get(approval_id)) for approval_id in ids]
+
+
+def _verdict(approval_id: str, row: Approval | None) -> dict[str, Any]:
+    """The approval response a row gives its call: an approved row's carries the row as
+    the decision the call runs on (and its agent path, so it settles that agent's call
+    only); a verdict given on another definition of the tool than the deployed one
+    denies the call instead of running the new one."""
+    if row is None:
+        return {
+            "approvalId": approval_id,
+            "approved": False,
+            "reason": RESUMED_WITHOUT_VERDICT,
+        }
+    path = list(row.agent_path or [])
+    if row.status != ApprovalStatus.APPROVED:
+        return {
+            "approvalId": approval_id,
+            "approved": False,
+            "reason": row.reason,
+            "agentPath": path,
+        }
+    changed = definition_changed_since_verdict(row)
+    if changed is not None:
+        return {
+            "approvalId": approval_id,
+            "approved": False,
+            "reason": changed,
+            "agentPath": path,
+        }
+    approved = {
+        "approvalId": approval_id,
+        "approved": True,
+        "token": row.token,
+        "decisionId": str(row.pk),
+        "agentPath": path,
+    }
+    if row.edited_input is not None:
+        approved["editedInput"] = row.edited_input
+    if row.answer is not None:
+        approved["answer"] = row.answer
+    return approved
 
 
 def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
@@ -98,8 +128,10 @@ def settle_max_age_ms(verdicts: list[dict[str, Any]], run: Run) -> float | None:
     approved = [v["approvalId"] for v in verdicts if v["approved"]]
     if not approved:
         return age / timedelta(milliseconds=1)
-    decided = run.approvals.filter(approval_id__in=approved).values_list(
-        "decided_at", flat=True
+    decided = (
+        Approval.objects.asked_at(run)
+        .filter(approval_id__in=approved)
+        .values_list("decided_at", flat=True)
     )
     now = timezone.now()
     late = max(((now - at) for at in decided if at is not None), default=timedelta())

@@ -19,15 +19,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
 
 from . import boundary_write
 from .connections import once_more_if_broken
 from .core import Message
-from .core.durable import CallRecord, JournalStep, child_run_id_prefix
+from .core.approvals import input_digest
+from .core.durable import (
+    Authorization,
+    CallRecord,
+    JournalStep,
+    UnauthorizedExecution,
+    child_run_id_prefix,
+)
 from .core.durable.codec import decode_json, encode_json
 from .exceptions import LeaseLost, RunNotFound
-from .models import Run, RunCall, RunStep
+from .models import Approval, ApprovalStatus, Run, RunCall, RunStep
 
 if TYPE_CHECKING:
     from .store import Lease
@@ -71,16 +80,39 @@ class DjangoStepJournal:
             )
         self._steps[(run_id, step_index)] = step_pk
 
-    def record_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
-        # A call in doubt that runs again (an idempotent tool) keeps its start row.
-        RunCall.objects.bulk_create(
-            [
-                RunCall(
-                    step_id=self._step_pk(run_id, step_index), tool_call_id=tool_call_id
-                )
-            ],
-            ignore_conflicts=True,
+    def record_start(
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        *,
+        tool_name: str = "",
+        authorization: Authorization | None = None,
+    ) -> None:
+        """Record the call's start; on ``authorization``'s decision, only if that
+        decision approved exactly this call (id, tool, the input about to run) and no
+        other execution started on it — the unique key on ``RunCall.decision`` makes
+        that last part the database's to enforce. Raises
+        :class:`UnauthorizedExecution`, recording nothing, otherwise."""
+        step_pk = self._step_pk(run_id, step_index)
+        started = RunCall(
+            step_id=step_pk,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            started_at=timezone.now(),
         )
+        if authorization is None:
+            # A call in doubt that runs again (an idempotent tool) keeps its start row.
+            RunCall.objects.bulk_create([started], ignore_conflicts=True)
+            return
+        try:
+            with transaction.atomic():
+                _start_on_decision(started, authorization)
+        except IntegrityError:
+            raise UnauthorizedExecution(
+                f"Decision {authorization.decision_id} already authorized an "
+                f"execution; call {tool_call_id} does not run on it."
+            ) from None
 
     def record_outcome(
         self,
@@ -123,10 +155,22 @@ class DjangoStepJournal:
         )
 
     async def arecord_start(
-        self, run_id: str, step_index: int, tool_call_id: str
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        *,
+        tool_name: str = "",
+        authorization: Authorization | None = None,
     ) -> None:
         await sync_to_async(once_more_if_broken)(
-            lambda: self.record_start(run_id, step_index, tool_call_id)
+            lambda: self.record_start(
+                run_id,
+                step_index,
+                tool_call_id,
+                tool_name=tool_name,
+                authorization=authorization,
+            )
         )
 
     async def arecord_outcome(
@@ -169,6 +213,7 @@ class DjangoStepJournal:
                 call.finished,
                 decode_json(call.result) if call.finished else None,
                 call.is_error,
+                None if call.decision_id is None else str(call.decision_id),
             )
             for call in RunCall.objects.filter(step_id=step.pk)
         }
@@ -196,6 +241,64 @@ class DjangoStepJournal:
                 )
             self._steps[(run_id, step_index)] = pk
         return pk
+
+
+def _start_on_decision(started: RunCall, authorization: Authorization) -> None:
+    """Insert ``started`` on its decision, after checking the decision authorizes it
+    (the same call starting again on the same decision is the same execution)."""
+    decision_id = authorization.decision_id
+    earlier = list(
+        RunCall.objects.filter(
+            step_id=started.step_id, tool_call_id=started.tool_call_id
+        ).values_list("decision_id", flat=True)
+    )
+    if earlier:
+        if str(earlier[0]) == decision_id:
+            return
+        raise UnauthorizedExecution(
+            f"Call {started.tool_call_id} started already, not on decision "
+            f"{decision_id}; it does not run again on it."
+        )
+    decision = (
+        Approval.objects.filter(pk=int(decision_id)).first()
+        if decision_id.isdigit()
+        else None
+    )
+    problem = authorization_problem(decision, started, authorization)
+    if problem is not None:
+        raise UnauthorizedExecution(
+            f"Call {started.tool_call_id} does not run on decision {decision_id}: "
+            f"{problem}."
+        )
+    started.decision = decision
+    started.save(force_insert=True)
+
+
+def authorization_problem(
+    decision: Approval | None, started: RunCall, authorization: Authorization
+) -> str | None:
+    """Why ``decision`` does not authorize the execution ``started`` (``None``: it
+    does): it must be an approving verdict on this very call — its id and tool — made
+    on the input about to run (the edit, when a person edited it)."""
+    if decision is None:
+        return "no such decision"
+    if decision.status != ApprovalStatus.APPROVED:
+        return f"it was {decision.status}, not approved"
+    if (decision.tool_call_id, decision.tool_name) != (
+        started.tool_call_id,
+        started.tool_name,
+    ):
+        return (
+            f"it approved call {decision.tool_call_id} of {decision.tool_name}, "
+            f"not this {started.tool_name} call"
+        )
+    if decision.edited_input is not None:
+        approved = input_digest(decision.edited_input)
+    else:
+        approved = decision.input_digest or input_digest(decision.input)
+    if approved != authorization.input_digest:
+        return "the input about to run is not the input it approved"
+    return None
 
 
 def _stored_run_pk(run_id: str) -> int | None:

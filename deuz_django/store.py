@@ -50,7 +50,7 @@ from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
 from .models import Run, RunMessage
 from .step_journal import DjangoStepJournal
-from .suspensions import record_approvals, record_client_calls
+from .suspensions import record_suspension
 
 _REMEMBERED_RUNS = 1000
 
@@ -149,11 +149,8 @@ class DjangoSessionStore:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
                 _insert_messages(pk, messages, start)
-            if checkpoint.pending_approvals and not is_child_run_id(run_id):
-                record_approvals(pk, run_id, checkpoint.pending_approvals)
             if checkpoint.status == "suspended" and not is_child_run_id(run_id):
-                agent = Run.objects.values_list("agent", flat=True).get(pk=pk)
-                record_client_calls(pk, agent, messages)
+                record_suspension(pk, checkpoint)
         self._remember(run_id, pk, checkpoint)
 
     def create(self, checkpoint: AgentCheckpoint, **columns: Any) -> Run:

@@ -1,102 +1,130 @@
 """The rows a suspended run waits on: one per call its checkpoint asks a person about.
 
 Written with the checkpoint that suspends the run, in its transaction, so a run never
-waits on a request nobody can see. Each new row gets its deadline first
-(:mod:`deuz_django.deadline_rows`); standing rules and grants then decide what they cover
-in the same transaction (:mod:`deuz_django.automatic`) — a row they decide is no longer
-pending, so the deadline sweep never reminds, escalates or times it out; and
-``approval_requested`` (``question_asked`` for a question) goes out for each new row left
-for a person once that transaction commits.
+waits on a request nobody can see. Each row belongs to its *ask* — the checkpoint
+boundary that suspended (``Approval.step_index``) — and keeps a digest of the input and
+the tool's definition it was asked with: a verdict on it settles that call of that ask
+only, and a call asked again later (a new step or leg, a call id the model re-used, a
+replayed turn) gets a row of its own, which rules and people decide anew.
+
+Each new row gets its deadline first (:mod:`deuz_django.deadline_rows`); standing rules
+and grants then decide what they cover in the same transaction
+(:mod:`deuz_django.automatic`) — a row they decide is no longer pending, so the deadline
+sweep never reminds, escalates or times it out; and ``approval_requested``
+(``question_asked`` for a question) goes out for each new row left for a person once
+that transaction commits.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Q
 
 from .automatic import decide_automatically
-from .core import Message, waiting_client_calls
-from .core.approvals import ToolApprovalRequest
+from .core import Message, Tool, waiting_client_calls
+from .core.approvals import ToolApprovalRequest, input_digest
+from .core.durable import AgentCheckpoint
 from .core.durable.codec import encode_json
 from .core.exceptions import DeuzError
 from .deadline_rows import schedule_deadlines
-from .models import Approval, ApprovalKind, ApprovalStatus
-from .registry import agent_tools
+from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunCall
+from .registry import agent_tools, find_tool
 from .signals import approval_requested, question_asked, send_on_commit
 from .step_journal import calls_in_doubt
+from .tool_versions import definition, fingerprint
 
 logger = logging.getLogger("deuz_django")
 
 
+def record_suspension(run_pk: int, checkpoint: AgentCheckpoint) -> None:
+    """The rows a suspended root run's checkpoint asks for: its gated calls
+    (:func:`record_approvals`) and its client tool calls (:func:`record_client_calls`),
+    bound to this ask (the checkpoint's ``step_index``), with the fingerprint of the
+    agent's tools at suspension on the run row."""
+    agent = Run.objects.values_list("agent", flat=True).get(pk=run_pk)
+    try:
+        tools: Mapping[str, Tool] | None = agent_tools(agent)
+    except (LookupError, DeuzError, ImproperlyConfigured):
+        logger.exception("deuz: the tools of run %s cannot be read", checkpoint.run_id)
+        tools = None
+    if tools is not None:
+        Run.objects.filter(pk=run_pk).update(tools_fingerprint=fingerprint(tools))
+    if checkpoint.pending_approvals:
+        record_approvals(
+            run_pk,
+            checkpoint.run_id,
+            checkpoint.step_index,
+            checkpoint.pending_approvals,
+            tools,
+        )
+    if tools is not None:
+        record_client_calls(run_pk, checkpoint.step_index, tools, checkpoint.messages)
+
+
 def record_approvals(
-    run_pk: int, run_id: str, requests: tuple[ToolApprovalRequest, ...]
+    run_pk: int,
+    run_id: str,
+    step_index: int,
+    requests: tuple[ToolApprovalRequest, ...],
+    tools: Mapping[str, Tool] | None,
 ) -> None:
-    """One pending row per gated call; an id already recorded keeps its (decided) row.
+    """One pending row per gated call of this ask (the suspension at ``step_index``):
+    a call asked again later is a new row, never settled by an earlier verdict. Saving
+    the same ask again (a leg that suspended there before) keeps its rows.
 
     A request for a call that the latest journaled step of the run — or of one of its
     sub-agents' runs, for a request from inside a sub-agent — shows started without an
     outcome is of kind ``outcome_unknown`` (the loop suspended on a call a crash left in
-    doubt). Such a row keeps the input a person's edit put in place of the model's, so
-    it shows what ran and "run it again" runs the edit again.
+    doubt). Such a row keeps the input a person's edit put in place of the model's (the
+    edit of the decision the call started on), so it shows what ran and "run it again"
+    runs the edit again.
     """
-    in_doubt = set(
-        calls_in_doubt(run_pk, run_id, [r.tool_call_id for r in requests]).values_list(
-            "tool_call_id", flat=True
-        )
-    )
+    in_doubt = {
+        call.tool_call_id: call
+        for call in calls_in_doubt(
+            run_pk, run_id, [r.tool_call_id for r in requests]
+        ).select_related("decision")
+    }
     ids = [r.approval_id for r in requests]
-    # The rows a new one would conflict with (see Approval.Meta.constraints).
+    asked = Approval.objects.filter(run_id=run_pk, step_index=step_index)
     recorded = set(
-        Approval.objects.filter(run_id=run_pk, approval_id__in=ids)
-        .filter(
-            Q(kind__in=[ApprovalKind.APPROVAL, ApprovalKind.QUESTION])
-            | Q(status=ApprovalStatus.PENDING)
-        )
-        .values_list("approval_id", "kind")
+        asked.filter(approval_id__in=ids).values_list("approval_id", flat=True)
     )
-    edits = dict(
-        Approval.objects.filter(
-            run_id=run_pk,
-            kind=ApprovalKind.APPROVAL,
-            status=ApprovalStatus.APPROVED,
-            approval_id__in=ids,
-            edited_input__isnull=False,
-        ).values_list("approval_id", "edited_input")
-    )
-    kinds = {r.approval_id: _kind(r, in_doubt) for r in requests}
+    kinds = {r.approval_id: _kind(r, set(in_doubt)) for r in requests}
     Approval.objects.bulk_create(
         [
             Approval(
                 run_id=run_pk,
                 approval_id=r.approval_id,
+                step_index=step_index,
                 kind=kinds[r.approval_id],
                 tool_call_id=r.tool_call_id,
                 tool_name=r.tool_name,
                 input=json.loads(encode_json(r.input)),
+                input_digest=input_digest(r.input),
+                tool_definition=None
+                if tools is None
+                else definition(find_tool(tools, r.tool_name, r.agent_path or ())),
                 agent_path=list(r.agent_path or ()),
                 token=r.token or "",
                 question=None
                 if kinds[r.approval_id] != ApprovalKind.QUESTION or r.question is None
                 else r.question.to_json(),
-                edited_input=edits.get(r.approval_id)
-                if r.tool_call_id in in_doubt
-                else None,
+                edited_input=_edit_that_ran(in_doubt.get(r.tool_call_id)),
             )
             for r in requests
+            if r.approval_id not in recorded
         ],
         ignore_conflicts=True,
     )
-    schedule_deadlines(run_pk, ids)
+    schedule_deadlines(run_pk, step_index, ids)
     new = list(
-        Approval.objects.filter(
-            run_id=run_pk,
-            approval_id__in=[
-                i for i, kind in kinds.items() if (i, kind) not in recorded
-            ],
+        asked.filter(
+            approval_id__in=[i for i in ids if i not in recorded],
             status=ApprovalStatus.PENDING,
         ).select_related("run", "run__owner")
     )
@@ -111,26 +139,32 @@ def record_approvals(
             send_on_commit(signal, Approval, approval=approval)
 
 
-def record_client_calls(run_pk: int, agent: str, history: Sequence[Message]) -> None:
+def _edit_that_ran(call: RunCall | None) -> dict[str, Any] | None:
+    """The input a person's edit ran a call in doubt with (``None``: the model's)."""
+    if call is None or call.decision is None:
+        return None
+    edited: dict[str, Any] | None = call.decision.edited_input
+    return edited
+
+
+def record_client_calls(
+    run_pk: int, step_index: int, tools: Mapping[str, Tool], history: Sequence[Message]
+) -> None:
     """One pending row of kind ``client_tool`` per call of a client tool (a tool
-    without ``execute``) the suspended run waits on: the client sends its result as the
-    row's answer, and the next leg gives the call that result (D11). An agent whose
-    tools cannot be read now records none (logged): its calls get the reference's
-    placeholder, as without rows."""
-    try:
-        tools = agent_tools(agent)
-    except (LookupError, DeuzError, ImproperlyConfigured):
-        logger.exception("deuz: the client tools of run %s cannot be read", run_pk)
-        return
+    without ``execute``) the suspended run waits on, for this ask: the client sends its
+    result as the row's answer, and the next leg gives the call that result (D11)."""
     Approval.objects.bulk_create(
         [
             Approval(
                 run_id=run_pk,
                 approval_id=call.tool_call_id,
+                step_index=step_index,
                 kind=ApprovalKind.CLIENT_TOOL,
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool_name,
                 input=json.loads(encode_json(call.args)),
+                input_digest=input_digest(call.args),
+                tool_definition=definition(tools.get(call.tool_name)),
             )
             for call in waiting_client_calls(history, tools)
         ],

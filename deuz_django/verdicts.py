@@ -33,6 +33,7 @@ anything is written; the row keeps it, and the next leg makes it the call's resu
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -68,6 +69,7 @@ from .questions import answer_problem, recorded_answer
 from .signals import approval_decided, send_on_commit
 from .standing import StandingRule
 from .step_journal import calls_in_doubt
+from .tool_versions import changes, definition, digest
 
 EXPIRED_REASON = "Approval expired."
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
@@ -266,6 +268,14 @@ def state_refusal(
         return None  # D11: no request was signed for a client tool's call
     token = approval.token if verdict.token is None else verdict.token
     problem = token_refusal(approval, token)
+    if (
+        problem is None
+        and approval.token
+        and not hmac.compare_digest(token, approval.token)
+    ):
+        # Signed for the same call as asked before (a re-used call id, a replayed
+        # turn): a verdict approves the ask whose token it echoes, never a later one.
+        problem = "the token was issued for an earlier request of this call"
     if problem is None:
         return None
     return Refusal(
@@ -347,6 +357,9 @@ def record_verdict(
             answer=recorded_answer(approval, status, verdict.answer),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
             decided_by_grant=automatic if isinstance(automatic, Grant) else None,
+            decided_on_definition=_definition_digest(approval)
+            if status == ApprovalStatus.APPROVED
+            else "",
         )
         if updated and status == ApprovalStatus.APPROVED:
             if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
@@ -359,6 +372,53 @@ def record_verdict(
             f"Approval {approval.approval_id} was already {approval.status}."
         )
     return _recorded(approval)
+
+
+def current_definition(approval: Approval) -> dict[str, Any] | None:
+    """The definition of the approval's tool as deployed now (``None``: the agent has
+    no such tool any more); raises the agent's error when it cannot be built now."""
+    return definition(approval_tool(approval))
+
+
+def definition_changes(approval: Approval) -> list[str]:
+    """What a deploy changed in the approval's tool since the call was asked, for the
+    approver (``[]``: nothing, or the row predates definitions, or the tool cannot be
+    read now — its deciding is refused then anyway)."""
+    if approval.tool_definition is None:
+        return []
+    try:
+        now = current_definition(approval)
+    except DeuzError:
+        return []
+    return changes(approval.tool_definition, now)
+
+
+def definition_changed_since_verdict(approval: Approval) -> str | None:
+    """Why an approved call may not run on the tool as deployed now: a verdict runs the
+    definition it was given on, never a changed one (``None``: it may run)."""
+    if not approval.decided_on_definition:
+        return None  # decided before definitions were recorded
+    tool = approval.tool_name
+    try:
+        now = digest(current_definition(approval))
+    except DeuzError as error:
+        return f"The {tool} tool cannot be read now ({error}); the call was not run."
+    if now == approval.decided_on_definition:
+        return None
+    return (
+        f"The {tool} tool changed after this call was approved (a deploy), so the "
+        "call was not run: a verdict given on one definition of a tool never runs "
+        "another. Ask for it again if it is still wanted."
+    )
+
+
+def _definition_digest(approval: Approval) -> str:
+    """The digest of the tool definition a verdict is given on now (``""`` when the
+    tool cannot be read — its approving is refused before this for a person)."""
+    try:
+        return digest(current_definition(approval))
+    except DeuzError:
+        return ""
 
 
 def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | None:
@@ -454,12 +514,14 @@ def pending_ids(run: Run) -> list[str]:
 
 def waiting_ids(run: Run) -> list[str]:
     """The approval ids a suspended run's next leg settles: those its checkpoint is
-    suspended on, and its client tool calls (D11: rows of kind ``client_tool``; one
-    from an earlier suspension names no open call, and settle ignores it)."""
+    suspended on, and its client tool calls (D11: rows of kind ``client_tool`` of the
+    current ask)."""
     if run.status != RunStatus.SUSPENDED:
         return []
-    client_calls = run.approvals.filter(kind=ApprovalKind.CLIENT_TOOL).exclude(
-        approval_id__in=pending_ids(run)
+    client_calls = (
+        Approval.objects.asked_at(run)
+        .filter(kind=ApprovalKind.CLIENT_TOOL)
+        .exclude(approval_id__in=pending_ids(run))
     )
     return [*pending_ids(run), *client_calls.values_list("approval_id", flat=True)]
 
@@ -469,7 +531,7 @@ def current_pending(run: Run) -> QuerySet[Approval]:
     waiting = waiting_ids(run)
     if not waiting:  # a running or finished run: nothing to build a query for
         return run.approvals.none()
-    pending = run.approvals.filter(
+    pending = Approval.objects.asked_at(run).filter(
         approval_id__in=waiting, status=ApprovalStatus.PENDING
     )
     cutoff = expiry_cutoff()

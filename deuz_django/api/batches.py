@@ -114,10 +114,11 @@ _KINDS: tuple[tuple[type[Exception], type[DeuzAPIException], str | None], ...] =
 
 def _approvals(run: Run, verdicts: list[dict[str, Any]]) -> list[Approval]:
     ids = [v["approvalId"] for v in verdicts]
-    rows = {
-        a.approval_id: a
-        for a in run.approvals.filter(approval_id__in=ids).select_related("run")
-    }
+    rows: dict[str, Approval] = {}
+    for a in (
+        run.approvals.filter(approval_id__in=ids).select_related("run").newest_first()
+    ):
+        rows.setdefault(a.approval_id, a)  # a call id addresses its latest ask
     errors, seen = [], set()
     for index, verdict in enumerate(verdicts):
         approval_id = verdict["approvalId"]

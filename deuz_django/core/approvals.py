@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import _jsjson as jsjson
 from ._kept import keep
 from .exceptions import InvalidInputError
 from .questions import Question
@@ -92,6 +94,14 @@ class ToolApprovalResponse:
     the edited input, and its result tells the model so (:func:`edited_result`).
     ``answer`` (only when approving the call of a question tool) is a person's answer:
     checked against the question on resume, it becomes the call's result.
+    ``decision_id`` names the recorded decision behind the verdict (JSON ``decisionId``;
+    an extension of ours, absent from the reference's JSON): the call it approves runs
+    on that decision, and a step journal that keeps decisions lets each authorize one
+    execution only (:class:`~deuz_django.core.durable.Authorization`).
+    ``agent_path`` (JSON ``agentPath``, also ours) names the sub-agent whose call the
+    verdict answers (``()``: the root's): a verdict that names one settles only that
+    agent's calls, so two agents that both number a call ``call_0`` are never confused.
+    Without it a verdict answers its id wherever it stands, as the reference's does.
     """
 
     approval_id: str
@@ -100,6 +110,8 @@ class ToolApprovalResponse:
     token: str | None = None
     edited_input: dict[str, Any] | None = None
     answer: Any = None
+    decision_id: str | None = None
+    agent_path: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -114,7 +126,15 @@ class ToolApprovalResponse:
             out["editedInput"] = self.edited_input
         if self.answer is not None:
             out["answer"] = self.answer
+        if self.decision_id is not None:
+            out["decisionId"] = self.decision_id
+        if self.agent_path is not None:
+            out["agentPath"] = list(self.agent_path)
         return out
+
+    def answers_agent(self, agent_path: tuple[str, ...]) -> bool:
+        """Whether the verdict may settle a call of the agent at ``agent_path``."""
+        return self.agent_path is None or self.agent_path == agent_path
 
     @classmethod
     def from_json(
@@ -141,6 +161,15 @@ class ToolApprovalResponse:
         edited = data.get("editedInput", data.get("edited_input"))
         if edited is not None and not isinstance(edited, dict):
             raise InvalidInputError(f"{path}.editedInput: expected an object")
+        decision = data.get("decisionId", data.get("decision_id"))
+        if decision is not None and not isinstance(decision, str):
+            raise InvalidInputError(f"{path}.decisionId: expected a string")
+        agent_path = data.get("agentPath", data.get("agent_path"))
+        if agent_path is not None and (
+            not isinstance(agent_path, list | tuple)
+            or not all(isinstance(p, str) for p in agent_path)
+        ):
+            raise InvalidInputError(f"{path}.agentPath: expected a list of strings")
         return cls(
             approval_id=approval_id,
             approved=approved,
@@ -148,7 +177,25 @@ class ToolApprovalResponse:
             token=token,
             edited_input=edited,
             answer=data.get("answer"),
+            decision_id=decision,
+            agent_path=None if agent_path is None else tuple(agent_path),
         )
+
+
+def input_digest(value: Any) -> str:
+    """The SHA-256 of a call's input as canonical JSON — keys sorted, numbers as
+    JavaScript writes them, so ``5.0`` and ``5`` (what a checkpoint's round trip makes
+    of it) are one input: what a decision records of the input a person saw, and what a
+    call about to run is compared with."""
+    return hashlib.sha256(jsjson.dumps(_sorted(value)).encode()).hexdigest()
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list | tuple):
+        return [_sorted(item) for item in value]
+    return value
 
 
 EDITED_NOTE = (

@@ -14,6 +14,8 @@ The hierarchy::
     ├── ProviderNotInstalledError the optional SDK for a provider is missing (ImportError)
     ├── CheckpointNotFoundError   resume of a run id the store does not know
     ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
+    ├── UnauthorizedExecution     a call was about to run on a decision that does not
+    │                             authorize it (another call's, or one used already)
     └── WebhookSignatureError     a webhook's signature is missing, malformed or forged
         └── WebhookSignatureExpired  ... or valid but too old (or new): a replay
 
@@ -128,3 +130,11 @@ class WebhookSignatureExpired(WebhookSignatureError):
     replay of an old request (or a clock far off)."""
 
     code = "webhook_signature_expired"
+
+
+class UnauthorizedExecution(DeuzError):
+    """A call was about to run on a decision that does not authorize it: one made for
+    another call, for another input, or already used by an execution. The call does not
+    run; the step journal refused its start."""
+
+    code = "unauthorized_execution"

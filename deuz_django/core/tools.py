@@ -41,13 +41,15 @@ if TYPE_CHECKING:
 class ToolCall:
     """One call the model made (SPEC R1.14); ``edited_from`` is the model's input when a
     person edited ``args`` before approving the call; ``answer`` is a person's answer to
-    a question tool's call (``None``: none given)."""
+    a question tool's call (``None``: none given); ``decision`` the id of the recorded
+    decision an approved call runs on (``None``: none was recorded)."""
 
     tool_call_id: str
     tool_name: str
     args: Any
     edited_from: Any = None
     answer: Any = None
+    decision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,7 @@ def test_a_call_a_crash_left_in_doubt_never_gets_a_deadline() -> None:
     Approval.objects.filter(pk=row.pk).update(
         kind=ApprovalKind.OUTCOME_UNKNOWN, deadline_at=None
     )
-    schedule_deadlines(run.pk, ["e1"])
+    schedule_deadlines(run.pk, run.step_index, ["e1"])
     row.refresh_from_db()
     assert row.deadline_at is None
 
@@ -116,7 +116,7 @@ def test_deadlines_that_cannot_be_read_leave_the_calls_waiting_for_a_person(
     Approval.objects.filter(run=run).update(deadline_at=None, remind_at=None)
     Run.objects.filter(pk=run.pk).update(agent="retired")
     with caplog.at_level(logging.ERROR, logger="deuz_django"):
-        schedule_deadlines(run.pk, ["r1", "e1"])
+        schedule_deadlines(run.pk, run.step_index, ["r1", "e1"])
     assert "the deadlines of run" in caplog.text
     assert not Approval.objects.filter(run=run, deadline_at__isnull=False).exists()
 

@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from deuz_django import services
-from deuz_django.core.approvals import EDITED_NOTE
+from deuz_django.core.approvals import EDITED_NOTE, input_digest
+from deuz_django.core.durable import Authorization
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.step_journal import DjangoStepJournal
 from tests.api.support import approve, client, started, verdicts_url
@@ -204,8 +205,16 @@ def test_an_edited_call_a_crash_left_in_doubt_runs_again_with_the_edit(
     (the edit), and "run it again" runs the edit, never the model's original input."""
     assert post(fin, run, edited(run)).status_code == 200
     services.decide_approval(approval(run, "send_email"), user=fin, approved=True)
-    # The leg that settled the verdicts died inside ``pay``: started, no outcome.
-    DjangoStepJournal().record_start(run.run_id, 0, "p1")
+    # The leg that settled the verdicts died inside ``pay``: started on its decision
+    # (the edit), no outcome.
+    decided = approval(run, "pay")
+    DjangoStepJournal().record_start(
+        run.run_id,
+        0,
+        "p1",
+        tool_name="pay",
+        authorization=Authorization(str(decided.pk), input_digest(EDITED)),
+    )
     assert services.resume_run(run.run_id).status == "suspended"
     in_doubt = Approval.objects.get(run=run, kind="outcome_unknown")
     assert (in_doubt.tool_call_id, in_doubt.edited_input) == ("p1", EDITED)

@@ -88,10 +88,10 @@ def test_nothing_is_announced_before_the_suspension_commits(
         approval_id="x1", tool_call_id="x1", tool_name="refund", input={}
     )
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        record_approvals(run.pk, run.run_id, (request,))
+        record_approvals(run.pk, run.run_id, 1, (request,), None)
     assert received == []  # queued for the commit, not sent
     with transaction.atomic():
-        record_approvals(run.pk, run.run_id, (request,))
+        record_approvals(run.pk, run.run_id, 1, (request,), None)
         transaction.set_rollback(True)  # the suspension's transaction rolls back
     for callback in callbacks:
         callback()
@@ -106,8 +106,8 @@ def test_a_request_already_recorded_is_not_announced_again(
         approval_id="x1", tool_call_id="x1", tool_name="refund", input={}
     )
     with django_capture_on_commit_callbacks(execute=True):
-        record_approvals(run.pk, run.run_id, (request,))
-        record_approvals(run.pk, run.run_id, (request,))
+        record_approvals(run.pk, run.run_id, 1, (request,), None)
+        record_approvals(run.pk, run.run_id, 1, (request,), None)
     assert names(received) == ["approval_requested"]
     assert Approval.objects.filter(run=run).count() == 1
 

@@ -10,12 +10,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from deuz_django import services
 from deuz_django.core import Message, TextPart, ToolUsePart
+from deuz_django.core.approvals import input_digest
 from deuz_django.core.testing.contracts import StepJournalContract
+from deuz_django.core.testing.contracts.step_journal import PAY_INPUT
 from deuz_django.exceptions import InvalidVerdict, LeaseLost
-from deuz_django.models import Run
+from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.step_journal import DjangoStepJournal
 from deuz_django.store import Lease
 from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
@@ -34,6 +37,21 @@ class TestDjangoStepJournal(StepJournalContract):
     async def run_id(self) -> str:
         await Run.objects.acreate(run_id="run-1", agent="demo")
         return "run-1"
+
+    async def make_decision(self, run_id: str, tool_call_id: str) -> str:
+        run = await Run.objects.aget(run_id=run_id)
+        row = await Approval.objects.acreate(
+            run=run,
+            approval_id=tool_call_id,
+            step_index=await Approval.objects.filter(run=run).acount(),
+            tool_call_id=tool_call_id,
+            tool_name="pay",
+            input=PAY_INPUT,
+            input_digest=input_digest(PAY_INPUT),
+            status=ApprovalStatus.APPROVED,
+            decided_at=timezone.now(),
+        )
+        return str(row.pk)
 
 
 def _turn(*ids: str) -> Message:

@@ -16,6 +16,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
@@ -377,12 +378,14 @@ def pending(run_id: str, *ids: str) -> tuple[ToolApprovalRequest, ...]:
 def test_a_suspended_root_checkpoint_records_one_approval_row_per_pending_call() -> (
     None
 ):
+    """Per ask: saving the same suspended boundary again keeps its rows; a child's
+    checkpoint records none (its calls are asked through its root's)."""
     store = DjangoSessionStore()
-    for step in (1, 2):
+    for _ in range(2):
         store.save(
             make_checkpoint(
                 "run-gate",
-                step,
+                1,
                 status="suspended",
                 pending_approvals=pending("run-gate", "a1", "a2"),
             )
@@ -396,10 +399,30 @@ def test_a_suspended_root_checkpoint_records_one_approval_row_per_pending_call()
         )
     )
     rows = Approval.objects.order_by("approval_id")
-    assert [(a.run.run_id, a.approval_id, a.status) for a in rows] == [
-        ("run-gate", "a1", "pending"),
-        ("run-gate", "a2", "pending"),
+    assert [(a.run.run_id, a.approval_id, a.step_index, a.status) for a in rows] == [
+        ("run-gate", "a1", 1, "pending"),
+        ("run-gate", "a2", 1, "pending"),
     ]
+
+
+@pytest.mark.django_db
+def test_a_call_asked_again_at_a_later_boundary_gets_a_row_of_its_own() -> None:
+    """A model that re-uses a call id asks anew: the earlier ask's verdict is history."""
+    store = DjangoSessionStore()
+    for step in (1, 2):
+        store.save(
+            make_checkpoint(
+                "run-again",
+                step,
+                status="suspended",
+                pending_approvals=pending("run-again", "a1"),
+            )
+        )
+        Approval.objects.filter(step_index=step).update(
+            status="approved", decided_at=timezone.now()
+        )
+    rows = Approval.objects.order_by("step_index")
+    assert [(a.approval_id, a.step_index) for a in rows] == [("a1", 1), ("a1", 2)]
 
 
 @pytest.mark.django_db

@@ -191,7 +191,11 @@ class LoopRun:
         """R5.10: answer the trailing unanswered calls before the first model call."""
         plan = await plan_settle(
             self.leg.history,
-            self.options.approval_responses or (),
+            [
+                response
+                for response in self.options.approval_responses or ()
+                if response.answers_agent(self.options.agent_path)
+            ],
             self.tools,
             signer=self.options.approval_signer,
             max_age_ms=self.options.approval_max_age_ms,

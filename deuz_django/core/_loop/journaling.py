@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._awaitable import resolve
-from ..durable.step_journal import JournalStep, StepJournal
-from ..messages import Message, ToolUsePart
+from ..approvals import input_digest
+from ..durable.step_journal import Authorization, JournalStep, StepJournal
+from ..messages import Message
 from ..tools import Tool, ToolCall, ToolResult
 from .approval import Denial
 
@@ -42,17 +43,6 @@ async def latest_for(
         return None
     step: JournalStep | None = await resolve(_method(journal, "latest_step")(run_id))
     return step if step is not None and step.message == assistant else None
-
-
-def recorded_calls(message: Message) -> tuple[ToolCall, ...]:
-    """The tool calls of a recorded assistant turn, with their ids."""
-    if isinstance(message.content, str):
-        return ()
-    return tuple(
-        ToolCall(p.id, p.name, p.input)
-        for p in message.content
-        if isinstance(p, ToolUsePart)
-    )
 
 
 class StepRecorder:
@@ -117,9 +107,20 @@ class StepRecorder:
         )
 
     async def start(self, call: ToolCall) -> None:
+        """Journal the call's start — on its decision, when one approved it, which the
+        journal refuses to let authorize any other execution."""
+        authorization = (
+            None
+            if call.decision is None
+            else Authorization(call.decision, input_digest(call.args))
+        )
         await resolve(
             _method(self.journal, "record_start")(
-                self.run_id, self.step.step_index, call.tool_call_id
+                self.run_id,
+                self.step.step_index,
+                call.tool_call_id,
+                tool_name=call.tool_name,
+                authorization=authorization,
             )
         )
 

@@ -28,18 +28,19 @@ from .approval import (
 @dataclass(frozen=True, slots=True)
 class SettlePlan:
     """The unanswered calls of the trailing assistant turn, which of them are denied,
-    the input a person edited approved calls to and the answers people gave to questions
-    (both by call id)."""
+    the input a person edited approved calls to, the answers people gave to questions
+    and the recorded decisions approved calls run on (all by call id)."""
 
     calls: tuple[ToolCall, ...]
     denials: dict[str, Denial]
     edits: dict[str, dict[str, Any]] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)
+    decisions: dict[str, str] = field(default_factory=dict)
 
     def executed_calls(self) -> tuple[ToolCall, ...]:
         """The calls as they run: an edited one with its edited input (and the model's
         input kept as ``edited_from``, so its result says a person changed it), an
-        answered question with its answer."""
+        answered question with its answer, an approved one with its decision."""
         return tuple(
             ToolCall(
                 c.tool_call_id,
@@ -47,6 +48,7 @@ class SettlePlan:
                 self.edits.get(c.tool_call_id, c.args),
                 c.args if c.tool_call_id in self.edits else None,
                 self.answers.get(c.tool_call_id),
+                self.decisions.get(c.tool_call_id),
             )
             for c in self.calls
         )
@@ -194,4 +196,12 @@ async def plan_settle(
             denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
         elif await is_gated(tools, call, history, signal):
             denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
-    return SettlePlan(calls, denials, edits, answers)
+    decisions = {
+        call_id: verdict.decision_id
+        for call_id in (c.tool_call_id for c in calls)
+        if call_id not in denials
+        and (verdict := by_id.get(call_id)) is not None
+        and verdict.approved
+        and verdict.decision_id is not None
+    }
+    return SettlePlan(calls, denials, edits, answers, decisions)

@@ -6,7 +6,11 @@
 ...     approval_responses=[{"approval_id": "toolu_abc", "approved": True, "token": token}])
 """
 
-from ..exceptions import CheckpointNotFoundError, RunCompletedError
+from ..exceptions import (
+    CheckpointNotFoundError,
+    RunCompletedError,
+    UnauthorizedExecution,
+)
 from .checkpoint import CHECKPOINT_VERSION, AgentCheckpoint, CheckpointStatus
 from .codec import deserialize_checkpoint, serialize_checkpoint
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
@@ -24,12 +28,19 @@ from .session import (
     create_in_memory_session_store,
 )
 from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
-from .step_journal import CallRecord, InMemoryStepJournal, JournalStep, StepJournal
+from .step_journal import (
+    Authorization,
+    CallRecord,
+    InMemoryStepJournal,
+    JournalStep,
+    StepJournal,
+)
 
 __all__ = [
     "CHECKPOINT_VERSION",
     "AgentCheckpoint",
     "ApprovalSigner",
+    "Authorization",
     "CallRecord",
     "CheckpointNotFoundError",
     "CheckpointStatus",
@@ -41,6 +52,7 @@ __all__ = [
     "SessionStore",
     "StepJournal",
     "TokenProblem",
+    "UnauthorizedExecution",
     "child_run_id",
     "child_run_id_prefix",
     "create_approval_signer",

@@ -12,6 +12,13 @@ and its outcome as soon as it has one. Resuming the step then follows three rule
   ``idempotent=True`` runs again; any other tool is never silently re-run — the run
   suspends with a pending approval for it, which a person settles.
 
+A call that runs on a person's (or a rule's) recorded decision starts with its
+:class:`Authorization`: the decision's id and the digest of the input about to run. A
+decision authorizes one execution of one call: a journal refuses the start of any other
+call on it (:class:`~deuz_django.core.exceptions.UnauthorizedExecution`), so the call
+does not run. A call's repeated start (an idempotent call in doubt running again) is the
+same execution and keeps its decision.
+
 The journal is an optional seam of the durable session: a store that has one exposes it
 as ``store.step_journal``. The checkpoint format does not change.
 
@@ -28,17 +35,30 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from ..exceptions import UnauthorizedExecution
 from ..messages import Message
 
 
 @dataclass(frozen=True, slots=True)
+class Authorization:
+    """The recorded decision a call runs on, and the digest of the input it runs with
+    (:func:`~deuz_django.core.approvals.input_digest`) — which must be the input the
+    decision was made on (the edited one, when a person edited it)."""
+
+    decision_id: str
+    input_digest: str
+
+
+@dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One tool call of a step: it started; ``finished`` once its outcome is recorded."""
+    """One tool call of a step: it started (on ``decision_id``, when a recorded decision
+    authorized it); ``finished`` once its outcome is recorded."""
 
     tool_call_id: str
     finished: bool = False
     result: Any = None
     is_error: bool = False
+    decision_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +83,11 @@ class StepJournal(Protocol):
 
     ``record_turn`` writes a step's model turn, replacing any turn recorded for that step
     and its calls (a step index is re-used only when its first attempt never got past the
-    model call). ``record_start`` notes that a call is about to execute;
-    ``record_outcome`` writes its result, creating the record when the start was not
+    model call). ``record_start`` notes that a call of ``tool_name`` is about to execute
+    — on ``authorization``'s decision, when one authorized it: the journal raises
+    :class:`~deuz_django.core.exceptions.UnauthorizedExecution` (and records nothing)
+    when that decision already authorized another call; ``record_outcome`` writes its
+    result, creating the record when the start was not
     written (an outcome a person records). ``load_step`` returns one step or ``None``;
     ``latest_step`` the step with the highest index, or ``None``. Every write is durable
     when the call returns. A journal may also offer ``forget_start(run_id, step_index,
@@ -77,7 +100,13 @@ class StepJournal(Protocol):
     ) -> Awaitable[None] | None: ...
 
     def record_start(
-        self, run_id: str, step_index: int, tool_call_id: str
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        *,
+        tool_name: str = "",
+        authorization: Authorization | None = None,
     ) -> Awaitable[None] | None: ...
 
     def record_outcome(
@@ -111,8 +140,26 @@ class InMemoryStepJournal:
             step_index, basis, message
         )
 
-    def record_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
-        self._put(run_id, step_index, CallRecord(tool_call_id))
+    def record_start(
+        self,
+        run_id: str,
+        step_index: int,
+        tool_call_id: str,
+        *,
+        tool_name: str = "",
+        authorization: Authorization | None = None,
+    ) -> None:
+        step = self.load_step(run_id, step_index)
+        started = None if step is None else step.calls.get(tool_call_id)
+        if started is not None:
+            return  # the same execution starting again keeps its record
+        decision = None if authorization is None else authorization.decision_id
+        if decision is not None and self._used(decision):
+            raise UnauthorizedExecution(
+                f"Decision {decision} already authorized an execution; call "
+                f"{tool_call_id} of step {step_index} does not run on it."
+            )
+        self._put(run_id, step_index, CallRecord(tool_call_id, decision_id=decision))
 
     def record_outcome(
         self,
@@ -122,8 +169,13 @@ class InMemoryStepJournal:
         result: Any,
         is_error: bool,
     ) -> None:
+        step = self.load_step(run_id, step_index)
+        started = None if step is None else step.calls.get(tool_call_id)
+        decision = None if started is None else started.decision_id
         self._put(
-            run_id, step_index, CallRecord(tool_call_id, True, result, bool(is_error))
+            run_id,
+            step_index,
+            CallRecord(tool_call_id, True, result, bool(is_error), decision),
         )
 
     def load_step(self, run_id: str, step_index: int) -> JournalStep | None:
@@ -140,6 +192,15 @@ class InMemoryStepJournal:
         if step is not None:
             calls = {k: v for k, v in step.calls.items() if k != tool_call_id}
             self._steps[run_id][step_index] = replace(step, calls=calls)
+
+    def _used(self, decision_id: str) -> bool:
+        """Whether any call started on ``decision_id`` (a decision's id is unique)."""
+        return any(
+            call.decision_id == decision_id
+            for steps in self._steps.values()
+            for step in steps.values()
+            for call in step.calls.values()
+        )
 
     def _put(self, run_id: str, step_index: int, record: CallRecord) -> None:
         step = self.load_step(run_id, step_index)

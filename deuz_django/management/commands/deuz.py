@@ -375,7 +375,7 @@ def _get_run(run_id: str) -> Run:
 
 def _get_approval(run: Run, approval_id: str) -> Approval:
     approval = run.approvals.select_related("run").filter(approval_id=approval_id)
-    found = approval.first()
+    found = approval.newest_first().first()
     if found is None:
         raise CommandError(
             f"Run '{run.run_id}' has no approval '{approval_id}'.",
