@@ -43,7 +43,7 @@ from django.db.backends.utils import CursorWrapper
 from .models import Run, RunCall, RunMessage, RunStep
 
 if TYPE_CHECKING:
-    from .store import Lease
+    from .leases import Lease
 
 MessageRow = tuple[int, str, str, str]  # index, role, data, digest
 

@@ -18,14 +18,14 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from . import draining, leases
+from . import draining, leases, stopping
 from .core import AbortController
-from .exceptions import NotPermitted, RunBusy, RunNotResumable
+from .exceptions import NotPermitted, RunBusy, RunNotResumable, RunStopped
+from .leases import Lease
 from .legs import LegOutcome, PartObserver, gather_verdicts, run_leg
 from .models import Run
 from .permissions import can_resume_run, is_signed_in
 from .registry import agent_tools
-from .store import Lease
 
 logger = logging.getLogger("deuz_django")
 
@@ -45,6 +45,14 @@ def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lea
             run_id, deny_remaining=deny_remaining, user=user
         )
         agent_tools(run.agent)  # an agent that cannot be built fails the claim
+    except RunStopped:
+        # Asked to stop while no leg held it (its leg died first): the claim applies it.
+        stopping.apply_requested_stop(lease)
+        leases.release(lease)
+        stopped = Run.objects.select_related("stopped_by").named(run_id).get()
+        raise RunNotResumable(
+            f"Run '{run_id}' is stopped. {stopped.stop_description}"
+        ) from None
     except BaseException:
         leases.release(lease)
         raise

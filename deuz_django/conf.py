@@ -43,6 +43,10 @@ DEFAULTS: dict[str, Any] = {
     # Automatic decisions (standing rules, grants) in a row on one run; after these a
     # person decides the next call, so a model that keeps asking cannot loop unattended.
     "MAX_AUTOMATIC_DECISIONS": 20,
+    # Limits over a whole run, across its legs (deuz_django.run_limits): STEPS, LEGS,
+    # EXECUTIONS_PER_TOOL, TOKENS, COST_USD; None switches one off. An agent may
+    # override them (AgentSpec.limits).
+    "RUN_LIMITS": {},
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
     # Who is told what, and how (deuz_django.notifiers): a list of entries such as

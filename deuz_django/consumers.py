@@ -9,6 +9,7 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
     {"type": "approval-response", "runId": "…", "approvalId": "…", "approved": true,
      "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow", "answer"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
+    {"type": "stop", "runId": "…", "reason": "…"}   # stop the run for good, anywhere
 
 Server → client::
 
@@ -17,6 +18,7 @@ Server → client::
     {"type": "started" | "subscribed", "runId": "…", "status": "running"}
     {"type": "approval-recorded", "runId": "…", "approvalId": "…", "status": "approved",
      "resuming": true}
+    {"type": "stop-requested", "runId": "…", "status": "stopped"}  # or still "running"
     {"type": "error", "code": "…", "message": "…"}                 # the socket stays open
 
 A run never depends on the socket: its leg runs in a task holding the run's lease and
@@ -42,7 +44,7 @@ from .following import Unavailable, follow
 from .frames import FrameError
 from .models import Approval, Run
 from .permissions import can_resume_run, is_signed_in
-from .services import adecide_approval, astart_run
+from .services import adecide_approval, astart_run, astop_run
 
 BURST = 40  # frames a client may send at once
 REFILL_PER_SECOND = 10.0
@@ -201,12 +203,20 @@ class RunConsumer(AsyncWebsocketConsumer):
             raise NotPermitted("You may not cancel this run.")
         await live.cancel(run.run_id)
 
+    async def handle_stop(self, frame: dict[str, Any]) -> None:
+        """Stop the run for good, in whichever process holds it (unlike ``cancel``,
+        which aborts a leg this process runs): ``stop-requested`` says whether it is
+        stopped already or stops at its leg's next fence."""
+        run = await astop_run(frame["runId"], user=self.user, reason=frame["reason"])
+        await self._send(type="stop-requested", runId=run.run_id, status=run.status)
+
     HANDLERS = {
         "start": handle_start,
         "subscribe": handle_subscribe,
         "unsubscribe": handle_unsubscribe,
         "approval-response": handle_approval_response,
         "cancel": handle_cancel,
+        "stop": handle_stop,
     }
 
     # -- following a run --------------------------------------------------------------------

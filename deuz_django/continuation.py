@@ -34,8 +34,8 @@ from . import draining
 from .claims import claim, run_legs
 from .core import AbortController
 from .exceptions import RunBusy, RunNotResumable
+from .leases import Lease
 from .legs import LegOutcome, PartObserver
-from .store import Lease
 from .tasks import enqueue_claimed_leg
 
 logger = logging.getLogger("deuz_django")

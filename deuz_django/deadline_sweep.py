@@ -35,9 +35,9 @@ from django.utils import timezone
 from . import continuation
 from .deadlines import timeout_reason
 from .exceptions import RunBusy, RunNotResumable
+from .leases import Lease
 from .models import Approval, ApprovalStatus
 from .signals import approval_escalated, approval_reminder, send_on_commit
-from .store import Lease
 from .tasks import enqueue_claimed_leg
 from .verdicts import Decision, record_timeout
 

@@ -14,6 +14,9 @@ The hierarchy::
     ├── InvalidVerdict       an approving verdict's token does not verify or pin the call (400)
     │   └── ApprovalExpired  the approval is older than ``APPROVAL_MAX_AGE`` (400; recorded
     │                        as expired by the surfaces that decide one call at a time)
+    ├── RunStopped           a stop was asked for (a person, a run-wide limit, a loop):
+    │                        the leg ends at its next fence and the run is ``stopped``
+    ├── RunNotStoppable      the run is completed or stopped already (409)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
     ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
@@ -78,6 +81,21 @@ class InvalidVerdict(DeuzError, ValueError):
 
 class ApprovalExpired(InvalidVerdict):
     code = "approval_expired"
+
+
+class RunStopped(DeuzError):
+    """A stop was asked for, or a run-wide limit was reached (``limit`` says which):
+    the leg that sees it at its fence ends there."""
+
+    code = "run_stopped"
+
+    def __init__(self, message: str, *, limit: str = "") -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class RunNotStoppable(DeuzError):
+    code = "run_not_stoppable"
 
 
 class LeaseLost(DeuzError):

@@ -19,6 +19,7 @@ from .api.parsers import loads
 from .api.serializers import (
     RunIdField,
     StartRunSerializer,
+    StopSerializer,
     StrictIntegerField,
     VerdictSerializer,
 )
@@ -49,12 +50,19 @@ class ApprovalResponseFrame(VerdictSerializer):
     runId = RunIdField()
 
 
+class StopFrame(StopSerializer):
+    """``stop``: the run, and why (``POST runs/<id>/stop/``'s body)."""
+
+    runId = RunIdField()
+
+
 FRAMES: dict[str, type[serializers.Serializer]] = {
     "start": StartRunSerializer,
     "subscribe": SubscribeFrame,
     "unsubscribe": RunFrame,
     "approval-response": ApprovalResponseFrame,
     "cancel": RunFrame,
+    "stop": StopFrame,
 }
 
 

@@ -18,8 +18,8 @@ from django.db import connection, transaction
 from .conf import deuz_settings
 from .connections import once_more_if_broken
 from .core.journal import JournalFenced, Record, StreamJournal
+from .leases import Lease
 from .models import Run, StreamEntry
-from .store import Lease
 
 KNOWN_RUNS = 10_000  # runs whose row and next seq the database journal remembers
 

@@ -13,12 +13,14 @@ not rows: there a taker waits at most the database's busy timeout, then reads bu
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, OperationalError, connection, transaction
@@ -27,12 +29,24 @@ from django.utils import timezone
 
 from .conf import deuz_settings
 from .connections import once_more_if_broken
-from .exceptions import LeaseLost, RunBusy, RunNotFound
+from .core import Usage
+from .exceptions import LeaseLost, RunBusy, RunNotFound, RunStopped
 from .models import Run
-from .store import Lease
+from .run_limits import RunLimits
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to run one leg: who holds it and its fencing generation."""
+
+    run_id: str
+    owner: str
+    generation: int
+
 
 _HOLDS = (
-    f"SELECT 1 FROM {Run._meta.db_table} WHERE run_id = %s AND lease_owner = %s "
+    f"SELECT stop_requested_at IS NOT NULL, step_index, usage "
+    f"FROM {Run._meta.db_table} WHERE run_id = %s AND lease_owner = %s "
     "AND lease_generation = %s AND lease_expires_at > %s"
 )
 
@@ -106,34 +120,82 @@ def renew(lease: Lease) -> bool:
     )
 
 
-def holds(lease: Lease) -> bool:
-    """Whether ``lease`` is still this leg's and unexpired: the fence a leg checks just
-    before it calls the model or runs a tool — twice a step, so one plain statement
-    (compiling the ORM's query cost several times what the database does)."""
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What the fence reads of a run whose lease it holds: whether a stop was asked
+    for, and the counters the run-wide limits bound."""
+
+    stop_requested: bool
+    step_index: int
+    usage: Usage
+
+
+def holds(lease: Lease) -> Held | None:
+    """The run as the fence sees it while ``lease`` is still this leg's and unexpired
+    (``None`` otherwise): the check a leg makes just before it calls the model or runs
+    a tool — twice a step, so one plain statement (compiling the ORM's query cost
+    several times what the database does)."""
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         cursor.execute(_HOLDS, [lease.run_id, lease.owner, lease.generation, now])
-        return cursor.fetchone() is not None
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    stop, step_index, usage = row
+    if isinstance(usage, str):  # SQLite's text; psycopg decodes jsonb itself
+        usage = json.loads(usage)
+    return Held(bool(stop), step_index, Usage.from_json(usage or {}))
+
+
+def held_by(lease: Lease) -> Q:
+    """The run rows ``lease`` still holds (its owner and generation)."""
+    return Q(
+        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
+    )
 
 
 def lease_fence(
-    lease: Lease, on_lost: Callable[[BaseException], None] | None = None
+    lease: Lease,
+    on_lost: Callable[[BaseException], None] | None = None,
+    *,
+    limits: RunLimits | None = None,
+    price: Callable[[Usage], float | None] | None = None,
 ) -> Callable[[], Awaitable[None]]:
     """The core's ``Deps.fence`` for a leg under ``lease``: it raises :class:`LeaseLost`
-    (after telling ``on_lost``) unless the lease is still held. A dead database
-    connection is discarded and the check made once more on a fresh one; a check that
-    cannot be made at all counts as lost — a leg never acts on a lease it cannot see."""
+    (after telling ``on_lost``) unless the lease is still held, and :class:`RunStopped`
+    (told the same way) once a stop was asked for or the run reached one of its
+    run-wide ``limits`` (its cost by ``price``). A dead database connection is
+    discarded and the check made once more on a fresh one; a check that cannot be made
+    at all counts as lost — a leg never acts on a lease it cannot see. A limit reached
+    is named on the error (``RunStopped.limit``): the leg records it as the stop's
+    reason."""
 
     def check() -> None:
         try:
             held = once_more_if_broken(lambda: holds(lease))
         except DatabaseError as error:
-            lost(f"could not be confirmed ({error})")
-        if not held:
-            lost("was taken over")
+            lost(
+                LeaseLost,
+                f"Lease on run '{lease.run_id}' could not be confirmed ({error})",
+            )
+        if held is None:
+            lost(LeaseLost, f"Lease on run '{lease.run_id}' was taken over")
+        if held.stop_requested:
+            lost(RunStopped, f"Run '{lease.run_id}' was asked to stop")
+        if limits is not None:
+            cost = (
+                None if price is None or limits.cost_usd is None else price(held.usage)
+            )
+            problem = limits.step_problem(held.step_index, held.usage, cost)
+            if problem is not None:
+                lost(RunStopped, f"Run '{lease.run_id}' stops: {problem}", problem)
 
-    def lost(why: str) -> None:
-        error = LeaseLost(f"Lease on run '{lease.run_id}' {why}; this leg stops here.")
+    def lost(kind: type[LeaseLost | RunStopped], why: str, limit: str = "") -> NoReturn:
+        error = (
+            LeaseLost(f"{why}; this leg stops here.")
+            if kind is LeaseLost
+            else RunStopped(f"{why}; this leg stops here.", limit=limit)
+        )
         if on_lost is not None:
             on_lost(error)
         raise error

@@ -17,9 +17,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
+from django.db.models import F
 from django.utils import timezone
 
-from . import draining, leases
+from . import draining, leases, stopping
 from .blocking import with_django_threads
 from .connections import discard_if_broken, once_more_if_broken
 from .core import AbortController, Deps, StreamPart, tracing
@@ -31,13 +32,16 @@ from .exceptions import (
     ProcessStopping,
     RunNotFound,
     RunNotResumable,
+    RunStopped,
 )
+from .leases import Lease
 from .live import LegStream
 from .models import Run, RunStatus
-from .registry import AgentSpec, load_agent
+from .registry import AgentSpec, agent_pricer, load_agent
 from .responses import collect_verdicts, settle_max_age_ms
 from .signals import run_completed, run_failed, run_suspended, send_on_commit
-from .store import DjangoSessionStore, Lease
+from .step_journal import ExecutionCounts
+from .store import DjangoSessionStore
 from .verdicts import approval_signer, current_pending
 
 logger = logging.getLogger("deuz_django")
@@ -91,12 +95,15 @@ def gather_verdicts(
     run_id: str, *, deny_remaining: bool = False, user: Any = None
 ) -> tuple[Run, list[dict[str, Any]]]:
     """Under the lease: check the run may resume, and gather its verdicts (with
-    ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf)."""
+    ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf).
+    Raises :class:`RunStopped` for a run asked to stop (the lease holder applies it)."""
     run = Run.objects.named(run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
     if run.status == RunStatus.COMPLETED:
         raise RunNotResumable(f"Run '{run_id}' is completed.")
+    if run.status == RunStatus.STOPPED or run.stop_requested_at is not None:
+        raise RunStopped(f"Run '{run_id}' was asked to stop; nothing continues it.")
     return run, collect_verdicts(run, deny_remaining=deny_remaining, user=user)
 
 
@@ -104,9 +111,13 @@ def _prepare(
     run_id: str,
 ) -> tuple[Run, AgentSpec, list[dict[str, Any]], float | None]:
     """The run, its agent, the verdicts the leg settles with, and the token age they
-    pass at."""
+    pass at; :class:`RunStopped` when the run may not start another leg."""
     run, verdicts = gather_verdicts(run_id)
-    return run, load_agent(run.agent), verdicts, settle_max_age_ms(verdicts, run)
+    spec = load_agent(run.agent)
+    problem = spec.run_limits.legs_problem(run.legs + 1)
+    if problem is not None:
+        raise RunStopped(f"Stopped by the system: {problem}.", limit=problem)
+    return run, spec, verdicts, settle_max_age_ms(verdicts, run)
 
 
 async def _keep_lease(lease: Lease, controller: AbortController) -> None:
@@ -223,7 +234,10 @@ async def run_leg(
         renewer = asyncio.ensure_future(_keep_lease(lease, controller))
         released: dict[str, Any] = {}
         try:
-            run, leg, stream = await _start(lease, controller)
+            try:
+                run, leg, stream = await _start(lease, controller)
+            except RunStopped as stop:
+                return await _database(_stopped_outcome, lease, stop)
             # The leg's task starts inside the run's trace, so its spans join the
             # trace of the run's earlier legs.
             with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
@@ -243,14 +257,22 @@ async def run_leg(
             error: str | None = None
             finish_reason: str | None = None
             failed = False
+            reason = controller.signal.reason
             try:
                 finish_reason = (await leg.result()).finish_reason
+            except RunStopped as stop:  # a run-wide limit, as a call was to start
+                reason = stop
             except Exception as exc:
                 error = str(exc) or type(exc).__name__
-            reason = controller.signal.reason
             if isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
                 error = str(reason)
-            if isinstance(reason, CheckpointSaveFailed):
+            if isinstance(reason, RunStopped):
+                error = None  # a stop is not a failure: the outcome says stopped
+                if reason.limit:
+                    await _database(
+                        stopping.stop_by_system, run_id, _sentence(reason.limit)
+                    )
+            elif isinstance(reason, CheckpointSaveFailed):
                 # The database may be back: recovery retries from the last saved boundary.
                 released.update(last_error=error[:2000], recover_after=timezone.now())
             elif isinstance(reason, ProcessStopping):
@@ -260,7 +282,7 @@ async def run_leg(
                 failed = await _database(_record_error, lease, error or ABORTED)
             elif reason is None:
                 released.update(recovery_attempts=0, recover_after=None)
-            return await _outcome_or_unknown(run_id, finish_reason, error, failed)
+            return await _outcome_or_unknown(lease, finish_reason, error, failed)
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
@@ -279,9 +301,12 @@ async def _start(
     run_id = lease.run_id
     run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
     options = spec.call_options()
+    limits = spec.run_limits
     options["deps"] = replace(
         with_django_threads(options.get("deps") or Deps(logger=logger)),
-        fence=leases.lease_fence(lease, controller.abort),
+        fence=leases.lease_fence(
+            lease, controller.abort, limits=limits, price=agent_pricer(run.agent)
+        ),
     )
     options.update(
         approval_responses=verdicts,
@@ -300,6 +325,7 @@ async def _start(
         on_saved=lambda: draining.stop_at_boundary(run_id, controller),
         run=run,
     )
+    store.step_journal.executions = ExecutionCounts(run, limits)
     leg = resume_stream_from_checkpoint(store, run_id, **options)
     return run, leg, await _open_stream(lease, controller)
 
@@ -318,12 +344,13 @@ async def _database[T](function: Callable[..., T], *args: Any, **kwargs: Any) ->
 
 
 async def _outcome_or_unknown(
-    run_id: str, finish_reason: str | None, error: str | None, failed: bool
+    lease: Lease, finish_reason: str | None, error: str | None, failed: bool
 ) -> LegOutcome:
     """How the leg ended; when the database cannot say (it went away after the last
     save), the outcome says that instead of raising the driver's error."""
+    run_id = lease.run_id
     try:
-        return await _database(_outcome, run_id, finish_reason, error, failed)
+        return await _database(_outcome, lease, finish_reason, error, failed)
     except DatabaseError as db_error:
         logger.exception("deuz: reading how run %s's leg ended failed", run_id)
         return LegOutcome(
@@ -349,9 +376,11 @@ async def _close_stream(stream: LegStream) -> bool:
 
 
 def _mark_journal_open(lease: Lease) -> None:
-    Run.objects.filter(
-        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    ).update(journal_open=True)
+    """The leg's journal is open; and the leg is counted (``Run.legs``), in the same
+    update."""
+    Run.objects.filter(leases.held_by(lease)).update(
+        journal_open=True, legs=F("legs") + 1
+    )
 
 
 def _store_trace(run_id: str, traceparent: str) -> None:
@@ -377,10 +406,28 @@ def _record_error(lease: Lease, error: str) -> bool:
     )
 
 
+def _stopped_outcome(lease: Lease, stop: RunStopped) -> LegOutcome:
+    """The run was asked to stop, or reached a run-wide limit, before the leg began:
+    the stop takes effect, and no leg runs."""
+    if stop.limit:
+        stopping.stop_by_system(lease.run_id, _sentence(stop.limit))
+    return _outcome(lease, None, None, False)
+
+
+def _sentence(problem: str) -> str:
+    return f"{problem[:1].upper()}{problem[1:]}."
+
+
 def _outcome(
-    run_id: str, finish_reason: str | None, error: str | None, failed: bool
+    lease: Lease, finish_reason: str | None, error: str | None, failed: bool
 ) -> LegOutcome:
+    """How the leg ended — once a stop asked for meanwhile took effect (the leg still
+    holds the lease)."""
+    run_id = lease.run_id
     run = Run.objects.get(run_id=run_id)
+    if run.stop_requested_at is not None and run.status != RunStatus.STOPPED:
+        stopping.apply_requested_stop(lease)
+        run.refresh_from_db()
     pending = list(current_pending(run))
     if failed:
         send_on_commit(run_failed, Run, run=run, error=error or ABORTED)

@@ -29,6 +29,9 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", _("running")
     SUSPENDED = "suspended", _("suspended")
     COMPLETED = "completed", _("completed")
+    # Stopped by a person, a run-wide limit or a loop (deuz_django.stopping): nothing
+    # continues it.
+    STOPPED = "stopped", _("stopped")
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -99,6 +102,22 @@ class Run(models.Model):
     recover_after = models.DateTimeField(null=True, blank=True)
     # A leg opened the stream journal and has not closed it yet (readers wait for "done").
     journal_open = models.BooleanField(default=False)
+    # Legs started (deuz_django.run_limits bounds them over the whole run).
+    legs = models.PositiveIntegerField(default=0)
+    # A stop asked for (deuz_django.stopping): when, why, by whom (a user, an operator
+    # from a shell, or nobody: a run-wide limit or a loop); ``stopped_at`` once it took
+    # effect (the run is ``stopped``).
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_reason = models.TextField(blank=True)
+    stopped_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="deuz_stopped_runs",
+    )
+    stop_operator = models.CharField(max_length=150, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
     # The digest of the agent's tool definitions when the run last suspended
     # (deuz_django.tool_versions): a deploy that changed them since shows on the run.
     tools_fingerprint = models.CharField(max_length=64, blank=True)
@@ -115,6 +134,7 @@ class Run(models.Model):
         permissions = [
             ("decide_approval", "Can decide approvals on other users' runs"),
             ("resume_run", "Can resume other users' runs"),
+            ("stop_run", "Can stop other users' runs"),
         ]
         # The dashboard's day-by-day aggregates over root runs (deuz_django.dashboard).
         indexes = [
@@ -147,6 +167,22 @@ class Run(models.Model):
     @property
     def total_tokens(self) -> int:
         return int(self.usage.get("totalTokens", 0)) if self.usage else 0
+
+    @property
+    def stop_description(self) -> str:
+        """What a stopped (or stopping) run tells people: by whom, and why."""
+        why = f": {self.stop_reason}" if self.stop_reason else ""
+        return str(_("Stopped by %(who)s%(why)s.") % {"who": self.stopper, "why": why})
+
+    @property
+    def stopper(self) -> str:
+        """Who asked for the stop: a user, an operator from a shell, or the system (a
+        run-wide limit, a loop)."""
+        if self.stop_operator:
+            return _("%(name)s (operator)") % {"name": self.stop_operator}
+        if self.stopped_by is not None:
+            return str(self.stopped_by.get_username())
+        return str(_("the system"))
 
 
 class RunMessage(models.Model):
@@ -253,6 +289,8 @@ class ApprovalStatus(models.TextChoices):
     APPROVED = "approved", _("approved")
     DENIED = "denied", _("denied")
     EXPIRED = "expired", _("expired")
+    # The run was stopped before anyone decided (deuz_django.stopping).
+    CANCELLED = "cancelled", _("cancelled")
 
 
 class ApprovalQuerySet(models.QuerySet["Approval"]):
@@ -429,6 +467,14 @@ class Approval(models.Model):
     @property
     def agent_path_label(self) -> str:
         return " › ".join(self.agent_path or [])
+
+    @property
+    def receipt(self) -> RunCall | None:
+        """The execution this decision authorized (``None``: none ran on it)."""
+        try:
+            return self.execution  # type: ignore[no-any-return]
+        except RunCall.DoesNotExist:
+            return None
 
     @property
     def automatic(self) -> StandingRule | Grant | None:

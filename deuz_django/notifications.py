@@ -43,6 +43,7 @@ SIGNAL_EVENTS: dict[Signal, str] = {
     signals.run_suspended: "run.suspended",
     signals.run_completed: "run.completed",
     signals.run_failed: "run.failed",
+    signals.run_stopped: "run.stopped",
 }
 SWEEP_BATCH = 200  # deliveries a sweep queues at most (the next sweep takes the rest)
 

@@ -45,6 +45,7 @@ EVENTS = (
     "run.suspended",
     "run.completed",
     "run.failed",
+    "run.stopped",
 )
 DEFAULT_MAX_ATTEMPTS = 8
 MAX_ATTEMPTS_LIMIT = 30  # about five days of backoff

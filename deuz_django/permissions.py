@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 VIEW_ANY_RUN = "deuz_django.view_run"
 DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
+STOP_ANY_RUN = "deuz_django.stop_run"
 EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
 
 
@@ -69,6 +70,14 @@ def can_resume_run(user: Any, run: Run) -> bool:
     if not can_view_run(user, run):
         return False
     return _owns(user, run) or user.has_perm(RESUME_ANY_RUN)
+
+
+def can_stop_run(user: Any, run: Run) -> bool:
+    """The owner may always stop their own run; others need ``stop_run`` (and to see
+    the run): a person can always stop what an agent does on their behalf."""
+    if not can_view_run(user, run):
+        return False
+    return _owns(user, run) or user.has_perm(STOP_ANY_RUN)
 
 
 def approval_tool(approval: Approval) -> Tool | None:

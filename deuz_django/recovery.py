@@ -48,11 +48,11 @@ from . import continuation, deadline_sweep, draining, leases, notifications
 from .conf import deuz_settings
 from .core import AbortController
 from .exceptions import RunBusy, RunNotResumable
+from .leases import Lease
 from .live import LegStream
 from .models import Run, RunStatus
 from .services import recoverable_runs
 from .signals import run_failed, send_on_commit
-from .store import Lease
 from .tasks import enqueue_claimed_leg
 
 logger = logging.getLogger("deuz_django")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from .conf import deuz_settings
@@ -21,6 +22,9 @@ from .core.exceptions import DeuzError
 from .core.tools import coerce_tools
 from .deadlines import Deadline, DeadlineRules
 from .exceptions import InvalidDeadline, UnknownAgent
+from .run_limits import RunLimits
+from .run_limits import configured as configured_limits
+from .run_limits import settings_problem as limits_problem
 
 logger = logging.getLogger("deuz_django")
 
@@ -28,8 +32,9 @@ logger = logging.getLogger("deuz_django")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSpec:
     """An agent: its model, tools, system prompt and the loop options every leg uses,
-    and how long its gated calls may wait for a person (:mod:`deuz_django.deadlines`:
-    ``deadline`` for every call, ``deadlines`` by tool path)."""
+    how long its gated calls may wait for a person (:mod:`deuz_django.deadlines`:
+    ``deadline`` for every call, ``deadlines`` by tool path) and its overrides of the
+    run-wide limits (:mod:`deuz_django.run_limits`)."""
 
     model: LanguageModel
     tools: Sequence[Tool] | Mapping[str, Tool] = ()
@@ -38,8 +43,12 @@ class AgentSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     deadline: Deadline | None = None
     deadlines: Mapping[str, Deadline] = field(default_factory=dict)
+    limits: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        problem = limits_problem(self.limits, "AgentSpec.limits")
+        if problem is not None:
+            raise ImproperlyConfigured(problem)
         if self.deadline is not None and not isinstance(self.deadline, Deadline):
             raise InvalidDeadline(
                 f"AgentSpec.deadline: expected a Deadline, got {self.deadline!r}"
@@ -54,6 +63,11 @@ class AgentSpec:
     @property
     def tool_set(self) -> dict[str, Tool]:
         return coerce_tools(self.tools)
+
+    @property
+    def run_limits(self) -> RunLimits:
+        """The project's run-wide limits with this agent's overrides."""
+        return configured_limits().overridden(self.limits)
 
     @property
     def deadline_rules(self) -> DeadlineRules:

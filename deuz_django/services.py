@@ -24,13 +24,14 @@ from .core import AbortController, Message
 from .core.durable import AgentCheckpoint
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
-from .exceptions import ApprovalExpired, ApprovalNotFound, RunExists
+from .exceptions import ApprovalExpired, ApprovalNotFound, NotPermitted, RunExists
 from .grants import Allow
 from .journal import get_journal
 from .legs import ABORTED, LegOutcome, PartObserver
 from .models import Approval, ApprovalStatus, Run, RunStatus
-from .permissions import is_signed_in
+from .permissions import can_stop_run, is_signed_in
 from .registry import load_agent
+from .stopping import request_stop
 from .store import DjangoSessionStore
 from .verdicts import (
     EXPIRED_REASON,
@@ -58,6 +59,7 @@ __all__ = [
     "approval_signer",
     "aresume_run",
     "astart_run",
+    "astop_run",
     "continue_run",
     "current_pending",
     "decide_approval",
@@ -66,6 +68,7 @@ __all__ = [
     "recoverable_runs",
     "resume_run",
     "start_run",
+    "stop_run",
 ]
 
 
@@ -224,6 +227,29 @@ async def aresume_run(
 
 
 resume_run = async_to_sync(aresume_run)
+
+
+# -- stopping -------------------------------------------------------------------------------
+
+
+def stop_run(
+    run_id: str, *, user: Any = None, operator: str = "", reason: str = ""
+) -> Run:
+    """Stop ``run_id`` on behalf of ``user`` — now if no leg holds it, else at that
+    leg's next fence (:mod:`deuz_django.stopping`). A run the user may not see is
+    :class:`RunNotFound`; one they see but may not stop :class:`NotPermitted`; one
+    completed or stopped already :class:`RunNotStoppable`. ``operator`` (a name given
+    in a shell) stops without the user rules, as ``deuz resume --operator`` decides."""
+    if not operator:
+        if not is_signed_in(user):
+            raise NotPermitted("Sign in to stop runs.")
+        run = Run.objects.visible(user, run_id)
+        if not can_stop_run(user, run):
+            raise NotPermitted("You may not stop this run.")
+    return request_stop(run_id, user=user, operator=operator, reason=reason.strip())
+
+
+astop_run = sync_to_async(stop_run)
 
 
 # -- recovering -----------------------------------------------------------------------------

@@ -20,6 +20,8 @@ signal                     sent when                                            
 ``run_suspended``          a leg ended with the run waiting for people           run, approvals
 ``run_completed``          a leg ended with the run completed                    run
 ``run_failed``             a leg failed, or recovery gave up on the run          run, error
+``run_stopped``            the run stopped: a person stopped it, or a run-wide   run
+                           limit or a loop did (``run.stop_reason``)
 =========================  ====================================================  ==========
 
 ``sender`` is the model class (``Approval`` or ``Run``); ``approval`` and ``run`` are
@@ -48,6 +50,7 @@ approval_escalated = Signal()
 run_suspended = Signal()
 run_completed = Signal()
 run_failed = Signal()
+run_stopped = Signal()
 
 
 def send_on_commit(signal: Signal, sender: type, **kwargs: Any) -> None:

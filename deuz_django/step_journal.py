@@ -8,7 +8,7 @@ them up twice. Each is tried once more on a new connection when this thread's
 connection broke; every one is safe to repeat (a turn replaces itself, a recorded start
 is ignored, an outcome overwrites itself).
 
-Under a :class:`~deuz_django.store.Lease` a turn is recorded only while the lease is
+Under a :class:`~deuz_django.leases.Lease` a turn is recorded only while the lease is
 still held, so a stale leg can never replace the turn a newer leg is working from (its
 starts and outcomes are recorded: they say what really happened).
 """
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import boundary_write
@@ -35,11 +35,12 @@ from .core.durable import (
     child_run_id_prefix,
 )
 from .core.durable.codec import decode_json, encode_json
-from .exceptions import LeaseLost, RunNotFound
+from .exceptions import LeaseLost, RunNotFound, RunStopped
 from .models import Approval, ApprovalStatus, Run, RunCall, RunStep
+from .run_limits import RunLimits
 
 if TYPE_CHECKING:
-    from .store import Lease
+    from .leases import Lease
 
 
 class DjangoStepJournal:
@@ -58,6 +59,8 @@ class DjangoStepJournal:
         one is :class:`RunNotFound`."""
         self.lease = lease
         self.run_pk = run_pk or _stored_run_pk
+        # Set by a leg: counts executions against the run's limit per tool.
+        self.executions: ExecutionCounts | None = None
         self._runs: dict[str, int] = {}
         self._steps: dict[tuple[str, int], int] = {}
 
@@ -95,6 +98,8 @@ class DjangoStepJournal:
         that last part the database's to enforce. Raises
         :class:`UnauthorizedExecution`, recording nothing, otherwise."""
         step_pk = self._step_pk(run_id, step_index)
+        if self.executions is not None:
+            self.executions.admit(tool_name)
         started = RunCall(
             step_id=step_pk,
             tool_call_id=tool_call_id,
@@ -241,6 +246,44 @@ class DjangoStepJournal:
                 )
             self._steps[(run_id, step_index)] = pk
         return pk
+
+
+class ExecutionCounts:
+    """How many times each tool of a run started executing — its sub-agents' calls
+    included — held against the run's limit per tool
+    (:attr:`RunLimits.executions_per_tool`). Counted from the journal once, when the
+    leg first starts a call; only the lease holder starts calls, so the count stays
+    exact in memory after that."""
+
+    def __init__(self, run: Run, limits: RunLimits) -> None:
+        self.run = run
+        self.limits = limits
+        self._counts: dict[str, int] | None = None
+
+    def admit(self, tool_name: str) -> None:
+        """Count one more execution of ``tool_name``, or raise :class:`RunStopped`
+        (naming the limit) when the run reached its limit for it."""
+        if self.limits.executions_per_tool is None:
+            return
+        if self._counts is None:
+            self._counts = self._stored()
+        executed = self._counts.get(tool_name, 0)
+        problem = self.limits.executions_problem(tool_name, executed)
+        if problem is not None:
+            raise RunStopped(f"Stopped by the system: {problem}.", limit=problem)
+        self._counts[tool_name] = executed + 1
+
+    def _stored(self) -> dict[str, int]:
+        tree = Q(step__run_id=self.run.pk) | Q(
+            step__run__run_id__startswith=child_run_id_prefix(self.run.run_id)
+        )
+        return dict(
+            RunCall.objects.filter(tree)
+            .order_by()
+            .values("tool_name")
+            .annotate(started=Count("pk"))
+            .values_list("tool_name", "started")
+        )
 
 
 def _start_on_decision(started: RunCall, authorization: Authorization) -> None:

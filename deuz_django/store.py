@@ -17,8 +17,9 @@ append to the remembered history — is one statement on PostgreSQL
 The store's ``step_journal`` (:mod:`deuz_django.step_journal`) records what each step did
 between checkpoints, so a resume repeats no model call and no tool call it recorded.
 
-A store built with a :class:`Lease` refuses writes once that lease was taken over (fencing):
-the stale leg's save raises :class:`~deuz_django.exceptions.LeaseLost`.
+A store built with a :class:`~deuz_django.leases.Lease` refuses writes once that lease
+was taken over (fencing): the stale leg's save raises
+:class:`~deuz_django.exceptions.LeaseLost`.
 """
 
 from __future__ import annotations
@@ -48,20 +49,12 @@ from .core.durable import (
 from .core.durable.codec import decode_json, encode_json
 from .core.usage import Usage
 from .exceptions import LeaseLost, RunNotFound
+from .leases import Lease
 from .models import Run, RunMessage
 from .step_journal import DjangoStepJournal
 from .suspensions import record_suspension
 
 _REMEMBERED_RUNS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Lease:
-    """The right to run one leg: who holds it and its fencing generation."""
-
-    run_id: str
-    owner: str
-    generation: int
 
 
 def encode_message(message: Message) -> str:

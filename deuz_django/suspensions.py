@@ -35,6 +35,7 @@ from .models import Approval, ApprovalKind, ApprovalStatus, Run, RunCall
 from .registry import agent_tools, find_tool
 from .signals import approval_requested, question_asked, send_on_commit
 from .step_journal import calls_in_doubt
+from .stopping import stop_by_system
 from .tool_versions import definition, fingerprint
 
 logger = logging.getLogger("deuz_django")
@@ -128,6 +129,11 @@ def record_approvals(
             status=ApprovalStatus.PENDING,
         ).select_related("run", "run__owner")
     )
+    looping = loop_problem(run_pk, step_index, new)
+    if looping is not None:
+        # Nothing decides this ask, and nobody is asked: the run stops as it suspends.
+        stop_by_system(run_id, looping)
+        return
     decided = {a.pk for a in decide_automatically(new)}
     for approval in new:
         if approval.pk not in decided:
@@ -137,6 +143,36 @@ def record_approvals(
                 else approval_requested
             )
             send_on_commit(signal, Approval, approval=approval)
+
+
+def loop_problem(run_pk: int, step_index: int, asked: Sequence[Approval]) -> str | None:
+    """Why this ask would loop (``None``: it would not): the leg that suspends on it
+    began by settling the ask just before (the previous boundary), and asks again for a
+    call identical to one decided there — same tool, agent and input. Left alone, a
+    rule or grant approving each ask, or a model that re-issues the call it just saw
+    run, would go round forever; a person asked again would see the same thing."""
+    previous = Approval.objects.filter(
+        run_id=run_pk, step_index=step_index - 1
+    ).exclude(status=ApprovalStatus.PENDING)
+    decided = {
+        _identity(a): a for a in previous if a.kind != ApprovalKind.OUTCOME_UNKNOWN
+    }
+    for approval in asked:
+        if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+            continue  # asked by the settle itself (a crash left it in doubt)
+        earlier = decided.get(_identity(approval))
+        if earlier is not None:
+            return (
+                f"The agent asked again for {approval.tool_name} with the same input "
+                f"right after that call was {earlier.status}: the leg ended where it "
+                "began, and would loop."
+            )
+    return None
+
+
+def _identity(approval: Approval) -> tuple[str, str, tuple[str, ...]]:
+    digest = approval.input_digest or input_digest(approval.input)
+    return approval.tool_name, digest, tuple(approval.agent_path or ())
 
 
 def _edit_that_ran(call: RunCall | None) -> dict[str, Any] | None:

@@ -22,8 +22,8 @@ from django.tasks import task
 
 from . import draining, leases
 from .claims import run_legs
+from .leases import Lease
 from .legs import LegOutcome
-from .store import Lease
 
 
 @task

@@ -134,6 +134,8 @@ def payload(event: Event, delivery_id: str) -> dict[str, Any]:
         data["approvals"] = [approval_summary(a) for a in event.approvals]
     if event.type == "run.failed":
         data["error"] = event.error
+    if event.type == "run.stopped":
+        data["stop"] = {"by": event.run.stopper, "reason": event.run.stop_reason}
     if event.type == "approval.escalated":
         data["to"] = event.to
     return {

@@ -46,6 +46,12 @@ DEUZ = {
         "questioner": "tests.django.question_agents.questioner",
         "form_asker": "tests.django.question_agents.form_asker",
         "client_caller": "tests.django.question_agents.client_caller",
+        "per_leg": "tests.django.runaway_agents.per_leg",
+        "endless_asks": "tests.django.runaway_agents.endless_asks",
+        "echo_forever": "tests.django.runaway_agents.echo_forever",
+        "steps_bounded": "tests.django.runaway_agents.steps_bounded",
+        "tokens_bounded": "tests.django.runaway_agents.tokens_bounded",
+        "mailer": "tests.django.versioned_agents.mailer",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

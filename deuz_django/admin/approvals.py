@@ -21,8 +21,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
+from .. import services
+from ..exceptions import NotPermitted, RunNotFound, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus
-from ..permissions import decide_refusal, may_decide_some
+from ..permissions import STOP_ANY_RUN, decide_refusal, may_decide_some
 from ..transcript import pretty
 from . import display
 from .approval_columns import ApprovalColumns, run_page
@@ -34,7 +36,7 @@ from .decisions import (
     decide,
     form_problems,
 )
-from .runs import pending_row
+from .runs import pending_row, stop_message
 from .standing import DeciderFilter
 
 PENDING_FIRST = Case(
@@ -78,7 +80,7 @@ class ApprovalAdmin(ApprovalColumns, ReadOnlyAdmin):
     list_display = ("call", "call_input", "run_link", "status_badge")
     list_filter = (StatusFilter, DeciderFilter, "kind", "tool_name", "run__agent")
     search_fields = ("tool_name", "approval_id", "run__run_id", "run__owner__username")
-    actions = ("approve_selected", "deny_selected")
+    actions = ("approve_selected", "deny_selected", "stop_runs")
     changelist_title = gettext_lazy("Approval queue")
     fields = (
         "run_link",
@@ -116,6 +118,31 @@ class ApprovalAdmin(ApprovalColumns, ReadOnlyAdmin):
     def has_decide_permission(self, request: HttpRequest) -> bool:
         """Whether to offer Approve/Deny at all; each approval is checked again."""
         return may_decide_some(request.user)
+
+    def has_stop_permission(self, request: HttpRequest) -> bool:
+        """Whether to offer "Stop": to those who may stop others' runs (each run is
+        checked again; an owner stops their own from its page, REST or the chat)."""
+        return bool(request.user.has_perm(STOP_ANY_RUN))
+
+    # -- stopping ---------------------------------------------------------------------------
+
+    @admin.action(
+        permissions=["stop"],
+        description=gettext_lazy("Stop the runs of selected calls"),
+    )
+    def stop_runs(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        run_ids = sorted(set(queryset.values_list("run__run_id", flat=True)))
+        for run_id in run_ids:
+            try:
+                stopped = services.stop_run(
+                    run_id,
+                    user=request.user,
+                    reason=_("Stopped from the approval queue."),
+                )
+            except (NotPermitted, RunNotFound, RunNotStoppable) as error:
+                messages.warning(request, f"{run_id}: {error}")
+            else:
+                messages.success(request, stop_message(stopped))
 
     # -- deciding ---------------------------------------------------------------------------
 

@@ -9,22 +9,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from .. import services
 from ..conf import deuz_settings
 from ..core.questions import Question
+from ..exceptions import NotPermitted, RunNotStoppable
 from ..grants import Allow, allow_problem, max_hours
-from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run
-from ..permissions import decide_refusal, edit_refusal, is_editable
+from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
+from ..permissions import can_stop_run, decide_refusal, edit_refusal, is_editable
 from ..questions import question_of
 from ..standing import GrantScope
+from ..stopping import FINISHED
 from ..transcript import pretty, sections
+from ..verdicts import definition_changes
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
@@ -104,6 +111,11 @@ class PendingRow:
         """A call a crash left in doubt: answered "it happened", "run it again" or
         "mark it failed" instead of approved or denied."""
         return self.approval.kind == ApprovalKind.OUTCOME_UNKNOWN
+
+    @property
+    def tool_changes(self) -> list[str]:
+        """What a deploy changed in the tool since the call was asked."""
+        return definition_changes(self.approval)
 
 
 def pending_row(user: Any, approval: Approval) -> PendingRow:
@@ -277,6 +289,10 @@ class RunAdmin(ReadOnlyAdmin):
                 pending_rows=pending_rows(request.user, run),
                 answers=ANSWERS,
                 in_doubt=IN_DOUBT,
+                can_stop=run.status not in FINISHED
+                and run.stop_requested_at is None
+                and can_stop_run(request.user, run),
+                stop=None if run.stop_requested_at is None else run.stop_description,
                 decided=[
                     (
                         a,
@@ -292,8 +308,46 @@ class RunAdmin(ReadOnlyAdmin):
                         "decided_by_grant__created_by",
                         "decided_by_grant__run",
                         "decided_by_grant__owner",
+                        "execution__step__run",
                     )
                     .order_by("decided_at", "pk")
                 ],
             )
         return super().change_view(request, object_id, form_url, context)
+
+    def get_urls(self) -> list[URLPattern]:
+        stop = path(
+            "<path:object_id>/stop/",
+            self.admin_site.admin_view(self.stop_view),
+            name="deuz_django_run_stop",
+        )
+        return [stop, *super().get_urls()]
+
+    def stop_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Stop the run (POST; the reason from the form): at once, or at the next fence
+        of the leg holding it."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            raise Http404(_("No such run."))
+        reason = request.POST.get("reason", "")[:1000]
+        try:
+            stopped = services.stop_run(run.run_id, user=request.user, reason=reason)
+        except NotPermitted as error:
+            raise PermissionDenied(str(error)) from None
+        except RunNotStoppable as error:
+            messages.warning(request, str(error))
+        else:
+            messages.success(request, stop_message(stopped))
+        return redirect(reverse("admin:deuz_django_run_change", args=[run.pk]))
+
+
+def stop_message(run: Run) -> str:
+    """What a person who stopped ``run`` is told."""
+    if run.status == RunStatus.STOPPED:
+        return _("Run %(run)s is stopped.") % {"run": run.run_id}
+    return _(
+        "Run %(run)s stops before its next model call or tool execution (a leg is "
+        "running it now)."
+    ) % {"run": run.run_id}

@@ -20,6 +20,7 @@ from .representations import (
     MessageSerializer,
     RunLinkSerializer,
     RunSerializer,
+    StopResultSerializer,
     VerdictResultSerializer,
 )
 from .serializers import (
@@ -27,6 +28,7 @@ from .serializers import (
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
+    StopSerializer,
     VerdictBatchSerializer,
     VerdictSerializer,
 )
@@ -369,5 +371,40 @@ resume_run = extend_schema(
             "Deny the rest", value={"denyRemaining": True}, request_only=True
         ),
         OpenApiExample("Queued", value=_LINK, response_only=True, status_codes=[202]),
+    ],
+)
+
+stop_run = extend_schema(
+    operation_id="stopRun",
+    summary="Stop a run",
+    description="Stop the run for good: at once (200) when no leg holds it — the calls it "
+    "waits on are cancelled — or before the next model call or tool execution of the "
+    "leg that holds it, in whichever process (202). Never mid-tool. The owner may stop "
+    "their own run; others need `deuz_django.stop_run`. Refused (409) for a run that is "
+    "completed or stopped already; asking again while a stop is pending changes nothing.",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    request=StopSerializer,
+    responses={
+        200: StopResultSerializer,
+        202: StopResultSerializer,
+        **errors(WRITE),
+    },
+    examples=[
+        OpenApiExample(
+            "Why",
+            value={"reason": "It keeps emailing the customer."},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Stopped",
+            value={
+                "runId": "run-42",
+                "status": "stopped",
+                "detail": "The run is stopped.",
+            },
+            response_only=True,
+            status_codes=[200],
+        ),
     ],
 )

@@ -14,7 +14,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..core.durable.codec import decode_json
-from ..models import Approval, ApprovalKind, ApprovalStatus, Run, RunMessage
+from ..models import (
+    Approval,
+    ApprovalKind,
+    ApprovalStatus,
+    Run,
+    RunCall,
+    RunMessage,
+    RunStatus,
+)
+from ..verdicts import definition_changes
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
@@ -41,6 +50,35 @@ class QuestionSerializer(serializers.Serializer):
     schema = serializers.JSONField(
         required=False, help_text="A JSON Schema the answer must match."
     )
+
+
+class ExecutionSerializer(serializers.ModelSerializer):
+    """One execution of a tool call, and where it ran."""
+
+    stepIndex = serializers.IntegerField(
+        source="step.step_index", help_text="The step of the run (or sub-agent run)."
+    )
+    runId = serializers.CharField(
+        source="step.run.run_id",
+        help_text="The run it ran in: the run's own, or a sub-agent's.",
+    )
+    toolCallId = serializers.CharField(source="tool_call_id")
+    toolName = serializers.CharField(source="tool_name")
+    startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
+    isError = serializers.BooleanField(source="is_error")
+
+    class Meta:
+        model = RunCall
+        fields = [
+            "runId",
+            "stepIndex",
+            "toolCallId",
+            "toolName",
+            "startedAt",
+            "finished",
+            "isError",
+        ]
+        read_only_fields = fields
 
 
 class ApprovalSerializer(serializers.ModelSerializer):
@@ -106,6 +144,21 @@ class ApprovalSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="When the deadline escalated the call (and moved the deadline on).",
     )
+    stepIndex = serializers.IntegerField(
+        source="step_index",
+        allow_null=True,
+        help_text="The run's boundary that asked: a verdict settles this ask of the "
+        "call only; a call asked again later (a re-used call id) is a new approval.",
+    )
+    toolChanges = serializers.SerializerMethodField(
+        help_text="What a deploy changed in the tool since the call was asked (empty: "
+        "nothing). A verdict runs the tool as defined when it is given, never a later "
+        "definition."
+    )
+    execution = serializers.SerializerMethodField(
+        help_text="The execution this decision authorized (its receipt): null until "
+        "the call ran on it. A decision authorizes one execution."
+    )
 
     class Meta:
         model = Approval
@@ -132,8 +185,20 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "remindedAt",
             "escalateTo",
             "escalatedAt",
+            "stepIndex",
+            "toolChanges",
+            "execution",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_toolChanges(self, approval: Approval) -> list[str]:
+        return definition_changes(approval) if approval.is_pending else []
+
+    @extend_schema_field(ExecutionSerializer(allow_null=True))
+    def get_execution(self, approval: Approval) -> dict[str, Any] | None:
+        call = approval.receipt
+        return None if call is None else ExecutionSerializer(call).data
 
     def get_token(self, approval: Approval) -> str | None:
         return approval.token if approval.is_pending and approval.token else None
@@ -159,6 +224,18 @@ class ApprovalSerializer(serializers.ModelSerializer):
         }
 
 
+class RunStopSerializer(serializers.Serializer):
+    """A stop asked for on a run."""
+
+    by = serializers.CharField(
+        help_text="Who asked: a user's name, 'NAME (operator)' from a shell, or 'the "
+        "system' (a run-wide limit or a loop)."
+    )
+    reason = serializers.CharField()
+    requestedAt = serializers.DateTimeField()
+    stoppedAt = serializers.DateTimeField(allow_null=True)
+
+
 class RunSerializer(serializers.ModelSerializer):
     """A root run: its state, cumulative usage, and the approvals it waits for."""
 
@@ -169,6 +246,10 @@ class RunSerializer(serializers.ModelSerializer):
     messageCount = serializers.IntegerField(source="message_count")
     lastError = serializers.CharField(source="last_error")
     busy = serializers.SerializerMethodField()
+    stop = serializers.SerializerMethodField(
+        help_text="The stop asked for (null: none): by whom, why, when, and when it "
+        "took effect (null while the leg holding the run has yet to reach its fence)."
+    )
     pendingApprovals = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
@@ -187,6 +268,7 @@ class RunSerializer(serializers.ModelSerializer):
             "messageCount",
             "lastError",
             "busy",
+            "stop",
             "pendingApprovals",
             "createdAt",
             "updatedAt",
@@ -207,6 +289,17 @@ class RunSerializer(serializers.ModelSerializer):
         return (
             bool(run.lease_owner) and expires is not None and expires > timezone.now()
         )
+
+    @extend_schema_field(RunStopSerializer(allow_null=True))
+    def get_stop(self, run: Run) -> dict[str, Any] | None:
+        if run.stop_requested_at is None:
+            return None
+        return {
+            "by": run.stopper,
+            "reason": run.stop_reason,
+            "requestedAt": run.stop_requested_at,
+            "stoppedAt": run.stopped_at,
+        }
 
     @extend_schema_field(ApprovalSerializer(many=True))
     def get_pendingApprovals(self, run: Run) -> Any:
@@ -253,6 +346,14 @@ class RunLinkSerializer(serializers.Serializer):
     detail = serializers.CharField()
     resumeQueued = serializers.BooleanField()
     statusUrl = serializers.URLField()
+
+
+class StopResultSerializer(serializers.Serializer):
+    """A stop asked for: done (200), or at the holding leg's next fence (202)."""
+
+    runId = serializers.CharField()
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    detail = serializers.CharField()
 
 
 class VerdictResultSerializer(RunLinkSerializer):

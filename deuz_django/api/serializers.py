@@ -254,6 +254,15 @@ class VerdictBatchSerializer(serializers.Serializer):
     )
 
 
+class StopSerializer(serializers.Serializer):
+    reason = StrictCharField(
+        default="",
+        allow_blank=True,
+        max_length=1000,
+        help_text="Why the run is stopped (kept with the run, shown to its people).",
+    )
+
+
 class ResumeSerializer(serializers.Serializer):
     denyRemaining = StrictBooleanField(
         default=False, help_text="Deny every approval still undecided, then resume."

@@ -72,6 +72,7 @@ urlpatterns = [
         name="run-verdicts",
     ),
     path("runs/<str:runId>/resume/", views.RunResumeView.as_view(), name="run-resume"),
+    path("runs/<str:runId>/stop/", views.RunStopView.as_view(), name="run-stop"),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

@@ -20,8 +20,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..exceptions import RunBusy, RunNotResumable
-from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet
-from ..services import continue_run, start_run
+from ..models import (
+    Approval,
+    ApprovalStatus,
+    Run,
+    RunMessage,
+    RunQuerySet,
+    RunStatus,
+)
+from ..services import continue_run, start_run, stop_run
 from ..verdicts import record_verdict
 from . import docs
 from .batches import check_batch, read_batch
@@ -40,6 +47,7 @@ from .serializers import (
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
+    StopSerializer,
 )
 from .throttling import DeuzRateThrottle
 
@@ -254,4 +262,25 @@ class RunResumeView(DeuzAPIView):
         )
         return self.link(
             run, "Resume queued; the leg runs in the background.", queued=True
+        )
+
+
+class RunStopView(DeuzAPIView):
+    """Stop a run: at once when no leg holds it, else at that leg's next fence."""
+
+    @docs.stop_run
+    def post(self, request: Request, runId: str) -> Response:
+        run = self.get_run()
+        options = self.read(StopSerializer, request.data)
+        stopped = stop_run(run.run_id, user=request.user, reason=options["reason"])
+        detail = (
+            "The run is stopped."
+            if stopped.status == RunStatus.STOPPED
+            else "The run stops before its next model call or tool execution."
+        )
+        return Response(
+            {"runId": stopped.run_id, "status": stopped.status, "detail": detail},
+            status=status.HTTP_200_OK
+            if stopped.status == RunStatus.STOPPED
+            else status.HTTP_202_ACCEPTED,
         )

@@ -27,10 +27,13 @@ twice = AgentSpec(
 
 def _again(request: ModelRequest) -> ScriptedReply:
     turns = sum(1 for m in request.messages if m.role == "assistant")
-    return reply(tool_calls=[(f"m{turns}", "send_email", {"to": "ann@example.com"})])
+    to = f"ann+{turns}@example.com"
+    return reply(tool_calls=[(f"m{turns}", "send_email", {"to": to})])
 
 
-# Never gives up: asks for another email after every answer, denied or not.
+# Never gives up: asks for another email after every answer, denied or not — each to
+# another address (the same call asked again right after its verdict would be a loop,
+# which stops the run: tests/django/test_runaway_runs.py).
 repeater = AgentSpec(model=FunctionModel(_again), tools=[send_email], max_steps=3)
 # The same, and a call nobody decides times out after 10 minutes.
 timed_repeater = replace(repeater, deadline=Deadline(after=timedelta(minutes=10)))

@@ -93,6 +93,7 @@ def test_the_queue_shows_pending_calls_oldest_first_by_default(
         ("approved", False),
         ("denied", False),
         ("expired", False),
+        ("cancelled", False),
         ("All", False),
     ]
 

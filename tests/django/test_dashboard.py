@@ -69,9 +69,19 @@ def test_runs_by_status_counts_the_runs_started_each_day(root: Any) -> None:
 
     assert len(runs.categories) == 30
     assert runs.categories[-1] == day(now)
-    assert at(runs, day(now)) == {"running": 0, "suspended": 1, "completed": 3}
-    assert at(runs, day(yesterday)) == {"running": 1, "suspended": 0, "completed": 0}
-    assert totals(runs) == {"running": 1, "suspended": 1, "completed": 3}
+    assert at(runs, day(now)) == {
+        "running": 0,
+        "suspended": 1,
+        "completed": 3,
+        "stopped": 0,
+    }
+    assert at(runs, day(yesterday)) == {
+        "running": 1,
+        "suspended": 0,
+        "completed": 0,
+        "stopped": 0,
+    }
+    assert totals(runs) == {"running": 1, "suspended": 1, "completed": 3, "stopped": 0}
 
 
 def test_waiting_approvals_are_bucketed_by_age(root: Any) -> None:

@@ -18,9 +18,9 @@ from deuz_django.core.approvals import input_digest
 from deuz_django.core.testing.contracts import StepJournalContract
 from deuz_django.core.testing.contracts.step_journal import PAY_INPUT
 from deuz_django.exceptions import InvalidVerdict, LeaseLost
+from deuz_django.leases import Lease
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.step_journal import DjangoStepJournal
-from deuz_django.store import Lease
 from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
 from tests.api.support import client, verdicts_url
 from tests.django.run_support import approval, in_doubt, suspended, tool_results

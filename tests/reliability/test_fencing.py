@@ -15,8 +15,9 @@ from django.utils import timezone
 from deuz_django import leases, services
 from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import LeaseLost
+from deuz_django.leases import Lease
 from deuz_django.models import Run
-from deuz_django.store import DjangoSessionStore, Lease
+from deuz_django.store import DjangoSessionStore
 from tests.django import agents
 from tests.django.run_support import ready_to_resume, stored_rows
 

@@ -4,6 +4,7 @@
     deuz show RUN_ID
     deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
                        [--as USERNAME | --operator NAME]
+    deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz prune --completed-before DAYS [--dry-run]
 
@@ -15,9 +16,9 @@ recorded as such, with NAME, in the audit trail.
 ``runs --json`` prints one JSON object per line (JSON Lines). Output ends quietly when the
 reader closes the pipe (``deuz runs | head``).
 
-Exit codes: 0 success, 1 a run is busy / not resumable / unknown or its leg failed,
-2 bad arguments (also under ``call_command``: ``CommandError.returncode``), 3 a verdict
-the decider may not give (nothing is recorded).
+Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / unknown or its
+leg failed, 2 bad arguments (also under ``call_command``: ``CommandError.returncode``),
+3 a verdict the decider may not give or a run they may not stop (nothing is recorded).
 """
 
 from __future__ import annotations
@@ -40,15 +41,26 @@ from ...exceptions import (
     ApprovalAlreadyDecided,
     InvalidVerdict,
     LeaseLost,
+    NotPermitted,
     RunBusy,
     RunNotFound,
     RunNotResumable,
+    RunNotStoppable,
     UnknownAgent,
 )
 from ...models import Approval, Run, RunStatus
 from ...transcript import sections, transcript_lines
 from ..deciders import ShellDecider
-from ..output import BAD_ARGUMENTS, RUN_ERROR, deadline, owner, short, table, when
+from ..output import (
+    BAD_ARGUMENTS,
+    NOT_PERMITTED,
+    RUN_ERROR,
+    deadline,
+    owner,
+    short,
+    table,
+    when,
+)
 
 NO_DECIDER = (
     "A verdict needs a decider: --as USERNAME (decided with that user's permissions) "
@@ -124,6 +136,26 @@ class Command(BaseCommand):
             "checked); recorded as such, with NAME.",
         )
 
+        stop = commands.add_parser(
+            "stop",
+            help="Stop a run for good: now, or before its leg's next model call or "
+            "tool execution, in whichever process holds it.",
+        )
+        stop.add_argument("run_id")
+        stop.add_argument("--reason", default="", help="Why (kept with the run).")
+        stopper = stop.add_mutually_exclusive_group(required=True)
+        stopper.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USERNAME",
+            help="Stop as this user, with their permissions.",
+        )
+        stopper.add_argument(
+            "--operator",
+            metavar="NAME",
+            help="An operator stop (no user permission rules), recorded with NAME.",
+        )
+
         recover = commands.add_parser(
             "recover", help="Re-drive runs whose process died mid-leg (lease expired)."
         )
@@ -153,6 +185,7 @@ class Command(BaseCommand):
             RunNotFound,
             RunBusy,
             RunNotResumable,
+            RunNotStoppable,
             ApprovalAlreadyDecided,
             UnknownAgent,
             LeaseLost,
@@ -318,6 +351,38 @@ class Command(BaseCommand):
                 else ""
             )
         )
+
+    def handle_stop(
+        self,
+        *,
+        run_id: str,
+        reason: str,
+        as_user: str | None,
+        operator: str | None,
+        **options: Any,
+    ) -> None:
+        if operator is not None and not operator.strip():
+            raise CommandError(
+                "--operator needs a name, recorded as who stopped the run.",
+                returncode=BAD_ARGUMENTS,
+            )
+        decider = ShellDecider.named(as_user=as_user, operator=operator or "")
+        try:
+            run = services.stop_run(
+                run_id, user=decider.user, operator=decider.operator, reason=reason
+            )
+        except NotPermitted as error:
+            raise CommandError(
+                f"{as_user} may not stop run '{run_id}': {error}",
+                returncode=NOT_PERMITTED,
+            ) from None
+        if run.status == RunStatus.STOPPED:
+            self.stdout.write(f"Run {run_id}: stopped")
+        else:
+            self.stdout.write(
+                f"Run {run_id}: stopping — a leg holds it and stops before its next "
+                "model call or tool execution"
+            )
 
     def handle_recover(
         self, *, older_than: float, dry_run: bool, **options: Any
