@@ -10,7 +10,8 @@ deuz_django.E006  a PostgreSQL database is reached through psycopg2: the checkpo
                   needs psycopg 3
 deuz_django.E020  DEUZ["NOTIFIERS"] is not a list, or an entry has no importable BACKEND
 deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL, ...)
-deuz_django.E022  a webhook notifier's SECRET is missing or shorter than 32 characters
+deuz_django.E022  a webhook notifier's SECRET is missing or not a Standard Webhooks secret
+                  ("whsec_" and the base64 of 24 to 64 random bytes)
 deuz_django.E023  notifications make links but DEUZ["SITE_URL"] is missing or not an origin
 deuz_django.E024  notifications make links but the project does not route deuz_django.urls
 deuz_django.W030  a deadline waits longer than DEUZ["APPROVAL_MAX_AGE"]: the approval
@@ -32,6 +33,11 @@ from .deadlines import duration_text
 MIN_SECRET_LENGTH = 32
 GENERATE_SECRET = (
     "Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+)
+GENERATE_WEBHOOK_SECRET = (
+    'Generate one with: python -c \'import base64, secrets; print("whsec_" + '
+    "base64.b64encode(secrets.token_bytes(32)).decode())' and give your receivers "
+    "the same string."
 )
 
 
@@ -205,7 +211,7 @@ NOTIFIERS_HINT = (
     "See the README's 'Notifications': each entry is a dict with a BACKEND and its "
     "options in capitals."
 )
-HINTS = {"deuz_django.E022": GENERATE_SECRET}
+HINTS = {"deuz_django.E022": GENERATE_WEBHOOK_SECRET}
 
 
 def _link_errors() -> list[Error]:

@@ -2,23 +2,26 @@
 
 The body (UTF-8 JSON, camelCase like the rest of the wire) is written when the event
 happens and kept in the delivery log; every attempt sends those bytes again, under the
-same ``id``, signed afresh (:mod:`deuz_django.core.webhooks`)::
+same ``id``, signed afresh by the Standard Webhooks scheme
+(:mod:`deuz_django.core.webhooks`)::
 
     POST /deuz HTTP/1.1
     Content-Type: application/json
-    Deuz-Webhook-Id: 5b0c1c2e-8f0a-4a53-9d0e-1f6f1f0f3a11
-    Deuz-Webhook-Timestamp: 1796301312
-    Deuz-Webhook-Signature: v1=<hex HMAC-SHA256 of "<timestamp>.<body>">
+    webhook-id: 5b0c1c2e-8f0a-4a53-9d0e-1f6f1f0f3a11
+    webhook-timestamp: 1796301312
+    webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">
 
     {"id": "5b0c1c2e-…", "event": "approval.requested", "createdAt": "2026-12-03T09:55:12.345Z",
      "data": {"run": {…}, "approval": {…, "links": {"approve": …, "deny": …, "open": …}}}}
 
 A 2xx answer delivers it; anything else, a timeout or a refused connection is retried
 with backoff (redirects are not followed: give the final URL). Approval tokens and
-secrets are never sent. Options: ``URL``, ``SECRET`` (at least 32 characters),
-``EVENTS`` (all by default), ``TIMEOUT`` (seconds, 10), ``MAX_ATTEMPTS``.
+secrets are never sent. Options: ``URL``, ``SECRET`` (``whsec_`` and the base64 of 24
+to 64 random bytes, as Standard Webhooks libraries take it), ``EVENTS`` (all by
+default), ``TIMEOUT`` (seconds, 10), ``MAX_ATTEMPTS``.
 
-Receivers check requests with :func:`verify_signature` and drop the ids they have seen.
+Receivers check requests with :func:`verify_signature` (or any Standard Webhooks
+library) and drop the ids they have seen.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import urllib3
 
 from . import action_links
 from .conf import deuz_settings
-from .core.webhooks import sign, verify_signature
+from .core.exceptions import InvalidInputError
+from .core.webhooks import SECRET_PREFIX, secret_key, sign, verify_signature
 from .deliveries import Delivery, DeliveryChannel
 from .models import Approval, Run
 from .notifiers import (
@@ -47,7 +51,9 @@ from .notifiers import (
 
 __all__ = ["WebhookNotifier", "payload", "verify_signature"]
 
-MIN_SECRET_LENGTH = 32
+# The Standard Webhooks bounds of an HMAC-SHA256 signing secret.
+MIN_SECRET_BYTES = 24
+MAX_SECRET_BYTES = 64
 MAX_TIMEOUT = 60
 ANSWER_EXCERPT = 200
 
@@ -72,10 +78,12 @@ class WebhookNotifier(Notifier):
             raise NotifierConfigError(
                 f"URL must be an http:// or https:// address, not {url!r}."
             )
-        if not isinstance(secret, str) or len(secret) < MIN_SECRET_LENGTH:
+        problem = _secret_problem(secret)
+        if problem is not None:
             raise NotifierConfigError(
-                f"SECRET must be a random string of at least {MIN_SECRET_LENGTH} "
-                "characters: receivers check every request's signature with it.",
+                f"SECRET must be a Standard Webhooks secret, '{SECRET_PREFIX}' and the "
+                f"base64 of {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} random bytes "
+                f"(receivers verify every request with it), but {problem}.",
                 check_id="deuz_django.E022",
             )
         if (
@@ -123,6 +131,21 @@ class WebhookNotifier(Notifier):
         raise DeliveryFailed(
             f"HTTP {response.status}: {answer}".strip(), status_code=response.status
         )
+
+
+def _secret_problem(secret: object) -> str | None:
+    """What is wrong with ``secret`` as a ``SECRET``, in words that never repeat it."""
+    if secret is None or secret == "":
+        return "it is missing"
+    if not isinstance(secret, str) or not secret.startswith(SECRET_PREFIX):
+        return f"it does not start with '{SECRET_PREFIX}'"
+    try:
+        size = len(secret_key(secret))
+    except InvalidInputError:
+        return f"what follows '{SECRET_PREFIX}' is not base64, or is empty"
+    if not MIN_SECRET_BYTES <= size <= MAX_SECRET_BYTES:
+        return f"it holds {size} bytes"
+    return None
 
 
 def payload(event: Event, delivery_id: str) -> dict[str, Any]:

@@ -14,7 +14,8 @@ DEUZ_MODEL     the demo agent's model: "demo" (offline, default), "openai:<model
                "anthropic:<model>" or "openai-compatible:<model>" with DEUZ_MODEL_BASE_URL
 DEUZ_SITE_URL  the address links in notification mails use (default: the demo's,
                http://127.0.0.1:$PORT)
-DEUZ_WEBHOOK_URL, DEUZ_WEBHOOK_SECRET  also POST every event, signed, to that URL
+DEUZ_WEBHOOK_URL, DEUZ_WEBHOOK_SECRET  also POST every event, signed, to that URL (the
+               secret: "whsec_" and the base64 of 24 to 64 random bytes)
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from deuz_django.models import Delivery
 
-SECRET = "webhook-secret-for-the-tests-0123456789"
+# A Standard Webhooks secret: "whsec_" and the base64 of 32 bytes.
+SECRET = "whsec_d2ViaG9vay1zZWNyZXQtZm9yLXRoZS10ZXN0cy0wMTI="
 SITE = "https://ops.example.com"
 EMAIL = {"BACKEND": "deuz_django.emails.EmailNotifier"}
 HOLD_SECONDS = 60  # the longest a held request waits (a guard, not a timing)

@@ -67,7 +67,7 @@ def test_a_write_that_fails_after_sending_means_one_more_send_under_the_same_id(
         notifications.sweep(later())
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("delivered", 2)
-    assert [r.headers["Deuz-Webhook-Id"] for r in receiver.requests] == [
+    assert [r.headers["webhook-id"] for r in receiver.requests] == [
         str(delivery.delivery_id)
     ] * 2
 

@@ -3,6 +3,7 @@ naming the entry and the option; at run time it is left out, and the others stil
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -73,17 +74,42 @@ def test_a_wrong_option_is_e021_naming_it(entry: dict[str, Any], message: str) -
     assert message in text
 
 
-@pytest.mark.parametrize("secret", [None, "", "short", 12345, "x" * 31])
-def test_a_webhook_without_a_strong_secret_is_e022(secret: Any) -> None:
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [
+        (None, "it is missing"),
+        ("", "it is missing"),
+        (12345, "it does not start with 'whsec_'"),
+        # A secret of the days before Standard Webhooks, or its base64 without prefix.
+        ("a-long-random-secret-of-more-than-32-chars", "does not start with 'whsec_'"),
+        (base64.b64encode(bytes(range(32))).decode(), "does not start with 'whsec_'"),
+        ("whsec_", "is not base64, or is empty"),
+        ("whsec_a-url-safe_secret-is-not-base64", "is not base64, or is empty"),
+        ("whsec_" + base64.b64encode(bytes(23)).decode(), "it holds 23 bytes"),
+        ("whsec_" + base64.b64encode(bytes(65)).decode(), "it holds 65 bytes"),
+    ],
+)
+def test_a_webhook_without_a_standard_webhooks_secret_is_e022(
+    secret: Any, problem: str
+) -> None:
     entry = {**webhook(HOOK), "SECRET": secret}
     if secret is None:
         del entry["SECRET"]
     [(check_id, text)] = errors(NOTIFIERS=[entry])
     assert check_id == "deuz_django.E022"
-    assert "SECRET must be a random string of at least 32 characters" in text
+    assert "SECRET must be a Standard Webhooks secret, 'whsec_' and the base64" in text
+    assert text.endswith(f"{problem}.")
+    if isinstance(secret, str) and len(secret) > len("whsec_"):
+        assert secret.removeprefix("whsec_") not in text  # never shown in the logs
     with notifying(entry):
         [error] = checks.check_notifiers()
-    assert "secrets.token_urlsafe(48)" in error.hint
+    assert "secrets.token_bytes(32)" in error.hint
+
+
+@pytest.mark.parametrize("size", [24, 64])
+def test_a_secret_of_24_to_64_bytes_passes(size: int) -> None:
+    secret = "whsec_" + base64.b64encode(bytes(range(size))).decode()
+    assert errors(NOTIFIERS=[{**webhook(HOOK), "SECRET": secret}]) == []
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
 """The README's webhook receiver works as written against real signed requests: it takes
-a delivery once, drops its retry, and refuses a forged or a replayed one."""
+a delivery once, drops its retry, and refuses a forged or a replayed one, and one sent
+again under a new id."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 import pytest
@@ -61,16 +63,18 @@ def test_the_readme_receiver_takes_a_delivery_once_and_refuses_forgeries(
         assert post(body, headers).status_code == 204
         assert post(body, headers).status_code == 200  # a retry: dropped
         forged = post(body.replace(b"refund", b"rufund"), headers)
+        renamed = post(body, {**headers, "webhook-id": str(uuid.uuid4())})
         old = sign(
             body,
             SECRET,
-            delivery_id="x",
-            timestamp=int(headers["Deuz-Webhook-Timestamp"]) - 301,
+            delivery_id=str(uuid.uuid4()),
+            timestamp=int(headers["webhook-timestamp"]) - 301,
         )
         replayed = post(body, old)
     assert len(posted) == 1
     assert posted[0].startswith("refund waits: https://ops.example.com/deuz/")
-    assert forged.status_code == 400
-    assert b"does not match the body" in forged.content
+    for refused in (forged, renamed):
+        assert refused.status_code == 400
+        assert b"does not match the id, timestamp and body" in refused.content
     assert replayed.status_code == 400
     assert b"a replay" in replayed.content

@@ -89,6 +89,6 @@ def test_a_worker_killed_mid_request_leaves_the_delivery_pending_for_the_sweep()
         receiver.close()
     delivery.refresh_from_db()
     assert (delivery.attempts, delivery.last_status_code) == (2, 200)
-    assert [r.headers["Deuz-Webhook-Id"] for r in receiver.requests] == [
+    assert [r.headers["webhook-id"] for r in receiver.requests] == [
         str(delivery.delivery_id)
     ] * 2
