@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from .._awaitable import resolve
-from ..durable.step_journal import JournalStep, StepJournal
+from ..durable.step_journal import CallRecord, JournalStep, StepJournal
 from ..messages import Message, ToolUsePart
 from ..tools import Tool, ToolCall, ToolResult
 from .approval import Denial
@@ -58,7 +59,8 @@ def recorded_calls(message: Message) -> tuple[ToolCall, ...]:
 class StepRecorder:
     """What one step's calls have done: recorded outcomes are reused, starts and
     outcomes are written as they happen, and a started call without an outcome is in
-    doubt unless its tool is ``idempotent``."""
+    doubt unless its tool is ``idempotent`` (its tool's ``reconcile`` may then settle
+    it: :func:`~.execution.reconcile_in_doubt`)."""
 
     def __init__(
         self,
@@ -132,4 +134,15 @@ class StepRecorder:
                 result.result,
                 bool(result.is_error),
             )
+        )
+
+    async def record_reconciled(self, result: ToolResult) -> None:
+        """Record the outcome a tool's ``reconcile`` found for a call in doubt; from
+        then on the call has a recorded outcome, here as in the journal."""
+        await self.finish(result)
+        record = CallRecord(
+            result.tool_call_id, True, result.result, bool(result.is_error)
+        )
+        self.step = replace(
+            self.step, calls={**self.step.calls, result.tool_call_id: record}
         )
