@@ -33,6 +33,7 @@ DEUZ = {
         "crashy": "tests.reliability.crash_agent.crashy",
         "held": "tests.django.agents.held",
         "payer": "tests.django.agents.payer",
+        "reconciling": "tests.django.agents.reconciling",
         "streamer": "tests.django.stream_agents.streamer",
         "asker": "tests.django.stream_agents.asker",
         "support": "tests.django.dashboard_agents.support",
