@@ -31,6 +31,7 @@ DEUZ = {
         "nested": "tests.django.agents.nested",
         "nested_slow": "tests.django.agents.nested_slow",
         "crashy": "tests.reliability.crash_agent.crashy",
+        "crashy_reconciling": "tests.reliability.crash_agent.crashy_reconciling",
         "held": "tests.django.agents.held",
         "payer": "tests.django.agents.payer",
         "reconciling": "tests.django.agents.reconciling",
