@@ -17,7 +17,8 @@ and context (``ctx.idempotency_key`` is the key the call ran under), it answers 
 Answer :meth:`~Reconciliation.did_not_happen` only when the effect cannot still arrive
 (pass the idempotency key to the service, so a late one is dropped), and
 :meth:`~Reconciliation.cannot_tell` whenever unsure: the call then goes to a person, as
-it does for a tool without ``reconcile`` or a ``reconcile`` that raises.
+it does for a tool without ``reconcile``, or a ``reconcile`` that raises or runs past the
+tool's ``timeout_ms``.
 """
 
 from __future__ import annotations

@@ -157,7 +157,8 @@ class Tool:
     ``reconcile``: for a tool that is not, how to find out what became of such a call —
     called like ``execute`` (same arguments, same ``ctx.idempotency_key``), it answers
     with a :class:`~deuz_django.core.reconciliation.Reconciliation`, and the call goes
-    to a person only when it cannot tell. It never runs the tool.
+    to a person only when it cannot tell (or raises, or outlasts ``timeout_ms``). It
+    never runs the tool.
     ``editable``: a person deciding its approval may edit its input before approving.
     ``question``: the call asks a person (a :class:`~deuz_django.core.questions.Question`,
     or a function building one from the input): the run suspends until it is answered,

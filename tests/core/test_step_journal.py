@@ -3,7 +3,9 @@ and never silently re-runs a call whose outcome is unknown."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -397,6 +399,25 @@ async def test_a_call_in_doubt_its_tool_cannot_tell_about_goes_to_a_person(
     assert not step.calls["c2"].finished
     told = isinstance(found, Reconciliation)  # else the failure is logged
     assert len(shop.logger.warnings) == (0 if told else 1)
+
+
+async def test_a_reconcile_that_runs_past_the_tools_timeout_cannot_tell() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+
+    async def hangs(args: Any, ctx: ToolContext) -> Reconciliation:
+        await asyncio.Event().wait()  # the payment API never answers
+        return Reconciliation.did_not_happen()
+
+    # The next leg's tools: the refund now has a timeout (the fixed clock's timers fire
+    # at once) and a reconcile that hangs.
+    shop.tools[1] = replace(shop.tools[1], timeout_ms=50, reconcile=hangs)
+    result = await shop.resume()
+    [request] = result.pending_approvals or ()
+    assert request.approval_id == "c2"
+    assert shop.executed == ["c1", "c2"]
+    [(warning, _)] = shop.logger.warnings
+    assert "timeout_ms" in warning
 
 
 async def test_reconcile_is_asked_only_about_a_call_in_doubt() -> None:

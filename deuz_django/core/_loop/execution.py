@@ -17,14 +17,7 @@ from ..deps import Deps
 from ..messages import Message, ToolResultPart
 from ..parts import StreamPart, ToolOutputPart, ToolStatePart
 from ..reconciliation import Reconciliation
-from ..tools import (
-    Execute,
-    Tool,
-    ToolArgumentsError,
-    ToolCall,
-    ToolContext,
-    ToolResult,
-)
+from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
 from . import abortable
 from .approval import Denial
 from .journaling import StepRecorder
@@ -76,14 +69,21 @@ async def _invoke(
     return result
 
 
-async def _with_timeout(
-    execute: Execute, args: Any, ctx: ToolContext, cap_ms: float, deps: Deps
+async def _within(
+    fn: Callable[[Any, ToolContext], Any],
+    args: Any,
+    ctx: ToolContext,
+    cap_ms: float | None,
+    deps: Deps,
 ) -> tuple[bool, Any]:
-    """Race the tool against the injected clock; on expiry abort its signal and abandon it."""
+    """``(timed_out, value)``: with a ``cap_ms``, race the tool's function against the
+    injected clock; on expiry abort its signal and abandon it."""
+    if cap_ms is None or cap_ms <= 0:
+        return False, await _invoke(fn, args, ctx)
     timeout = AbortController()
     signal = any_signal(ctx.signal, timeout.signal)
     ctx = replace(ctx, signal=signal)
-    work = asyncio.ensure_future(_invoke(execute, args, ctx))
+    work = asyncio.ensure_future(_invoke(fn, args, ctx))
     timer = asyncio.ensure_future(deps.clock.sleep(cap_ms))
     try:
         await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -151,22 +151,18 @@ async def _outcome(
         except ToolArgumentsError as exc:
             return error(f"Invalid arguments: {exc}")
     try:
-        if declared.timeout_ms is not None and declared.timeout_ms > 0:
-            timed_out, value = await _with_timeout(
-                execute, args, ctx, declared.timeout_ms, deps
-            )
-            if timed_out:
-                return error(
-                    f"Tool '{call.tool_name}' timed out after "
-                    f"{format_ms(declared.timeout_ms)}ms and was abandoned."
-                )
-        else:
-            value = await _invoke(execute, args, ctx)
+        timed_out, value = await _within(execute, args, ctx, declared.timeout_ms, deps)
     except SubAgentSuspension:
         raise
     except Exception as exc:
         message = str(exc)
         return error(message or f"Tool '{call.tool_name}' threw during execution.")
+    if timed_out:
+        assert declared.timeout_ms is not None
+        return error(
+            f"Tool '{call.tool_name}' timed out after "
+            f"{format_ms(declared.timeout_ms)}ms and was abandoned."
+        )
     return ToolResult(call.tool_call_id, call.tool_name, value)
 
 
@@ -208,12 +204,17 @@ async def _reconcile(
     declared: Tool | None, call: ToolCall, ctx: ToolContext
 ) -> Reconciliation:
     """What the tool finds out about its call; "cannot tell" when there is no tool or
-    no ``reconcile``, when the arguments no longer validate or the reconcile fails."""
+    no ``reconcile``, when the arguments no longer validate, or the reconcile fails or
+    runs past the tool's ``timeout_ms``."""
     if declared is None or declared.reconcile is None:
         return Reconciliation.cannot_tell()
     try:
         args = call.args if declared.validate is None else declared.validate(call.args)
-        found = await _invoke(declared.reconcile, args, ctx)
+        timed_out, found = await _within(
+            declared.reconcile, args, ctx, declared.timeout_ms, ctx.deps
+        )
+        if timed_out:
+            raise TimeoutError("no answer within the tool's timeout_ms")
         if not isinstance(found, Reconciliation):
             raise TypeError(f"expected a Reconciliation, got {found!r}")
     except Exception as exc:
