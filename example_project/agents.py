@@ -13,6 +13,9 @@
   mentions store credit ("refund A-1001 or give me store credit") is asked whether the
   refund goes to the card or is store credit, and the answer goes into the refund;
 - ``send_email`` is approved by the customer in the chat;
+- both record their effect (a ``Refund`` / ``SentEmail`` row) under the call's idempotency
+  key and reconcile against it: a call a crash left in doubt is found to have happened,
+  with the answer it gave, or runs once — the demo never asks a person about one;
 - ``researcher`` is a sub-agent; its ``save_note`` call is gated and bubbles up to the
   chat with the agent path ``researcher``.
 
@@ -28,6 +31,7 @@ import os
 import re
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 
@@ -35,6 +39,7 @@ from deuz_django.core import (
     LanguageModel,
     Message,
     ModelRequest,
+    Reconciliation,
     ToolContext,
     ToolResultPart,
     agent_tool,
@@ -94,13 +99,33 @@ def latest_order() -> dict[str, object]:
     return _facts(order)
 
 
-# Safe to run again after a crash: a refund is recorded under the call's idempotency key
-# (a unique column), so a repeat of the same call is a no-op.
+# A refund and an email are each recorded under the call's idempotency key (a unique
+# column), in the same write as the effect. After a crash, their reconcile looks the
+# record up: there, the call happened (and it tells the answer the call gave); absent, it
+# did not, and runs. The unique key also makes a repeat of the same call a no-op.
+
+
+def _refunded(amount: float | Decimal, order: Order) -> str:
+    return f"Refunded ${amount:.2f} on {order.number}."
+
+
+def _refund_made(args: dict[str, Any], ctx: ToolContext) -> Reconciliation:
+    """What became of an ``issue_refund`` call a crash left in doubt."""
+    refund = (
+        Refund.objects.select_related("order")
+        .filter(idempotency_key=ctx.idempotency_key)
+        .first()
+    )
+    if refund is None:
+        return Reconciliation.did_not_happen()
+    return Reconciliation.happened(_refunded(refund.amount, refund.order))
+
+
 @tool(
     needs_approval=True,
     approval_permission="example_project.approve_refund",
     approval_by_owner=False,
-    idempotent=True,
+    reconcile=_refund_made,
     editable=True,
 )
 def issue_refund(order_id: str, amount: float, reason: str, ctx: ToolContext) -> str:
@@ -111,22 +136,33 @@ def issue_refund(order_id: str, amount: float, reason: str, ctx: ToolContext) ->
             idempotency_key=ctx.idempotency_key,
             defaults={"order": order, "amount": Decimal(str(amount))},
         )
-        if created:  # a repeat of this call (after a crash) refunds nothing more
+        if created:
             order.refunded = min(order.total, order.refunded + Decimal(str(amount)))
             order.status = "refunded"
             order.save(update_fields=["refunded", "status"])
-    return f"Refunded ${amount:.2f} on {order.number}."
+    return _refunded(amount, order)
 
 
-# Safe to run again after a crash: the email is recorded under the call's key, once.
-@tool(needs_approval=True, idempotent=True)
+def _sent(email: SentEmail) -> str:
+    return f"Email '{email.subject}' sent to {email.to}."
+
+
+def _email_sent(args: dict[str, Any], ctx: ToolContext) -> Reconciliation:
+    """What became of a ``send_email`` call a crash left in doubt."""
+    email = SentEmail.objects.filter(idempotency_key=ctx.idempotency_key).first()
+    if email is None:
+        return Reconciliation.did_not_happen()
+    return Reconciliation.happened(_sent(email))
+
+
+@tool(needs_approval=True, reconcile=_email_sent)
 def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> str:
     """Send an email. The customer approves it in the chat."""
-    SentEmail.objects.get_or_create(
+    email, _created = SentEmail.objects.get_or_create(
         idempotency_key=ctx.idempotency_key,
         defaults={"to": to, "subject": subject, "body": body},
     )
-    return f"Email '{subject}' sent to {to}."
+    return _sent(email)
 
 
 @tool

@@ -59,6 +59,7 @@ from .parts import (
     ToolStatePart,
 )
 from .questions import Question
+from .reconciliation import Reconciliation
 from .results import GenerateTextResult, StepResult
 from .stop import (
     StepInfo,
@@ -107,6 +108,7 @@ __all__ = [
     "RateLimitError",
     "ReasoningDeltaPart",
     "ReasoningPart",
+    "Reconciliation",
     "RunCompletedError",
     "ScriptExhaustedError",
     "StepFinishPart",

@@ -28,6 +28,7 @@ from .deps import Deps, Logger
 from .exceptions import InvalidInputError
 from .messages import Message
 from .model import ToolDefinition
+from .reconciliation import Reconciliation
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -131,6 +132,7 @@ class ToolContext:
 ServerApprover = Callable[[ToolCall, tuple[Message, ...]], bool | Awaitable[bool]]
 NeedsApproval = bool | Callable[[Any, NeedsApprovalContext], bool | Awaitable[bool]]
 Execute = Callable[[Any, ToolContext], Any]
+Reconcile = Callable[[Any, ToolContext], Reconciliation | Awaitable[Reconciliation]]
 
 
 class ToolArgumentsError(InvalidInputError):
@@ -154,6 +156,11 @@ class Tool:
     ``approval_by_owner`` is False when the run's owner may not approve their own call
     (separation of duties); ``timeout_ms`` abandons a call that runs longer.
     ``idempotent``: the tool is safe to run again if a crash leaves its outcome unknown.
+    ``reconcile``: for a tool that is not, how to find out what became of such a call —
+    called like ``execute`` (same arguments, same ``ctx.idempotency_key``), it answers
+    with a :class:`~deuz_django.core.reconciliation.Reconciliation`, and the call goes
+    to a person only when it cannot tell (or raises, or outlasts ``timeout_ms``). It
+    never runs the tool.
     ``editable``: a person deciding its approval may edit its input before approving.
     ``question``: the call asks a person (a :class:`~deuz_django.core.questions.Question`,
     or a function building one from the input): the run suspends until it is answered,
@@ -172,9 +179,18 @@ class Tool:
     approval_by_owner: bool = True
     timeout_ms: float | None = None
     idempotent: bool = False
+    reconcile: Reconcile | None = None
     editable: bool = False
     question: QuestionSource | None = None
     sub_tools: Mapping[str, Tool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.idempotent and self.reconcile is not None:
+            # An idempotent call in doubt simply runs again: its reconcile would never
+            # be asked.
+            raise InvalidInputError(
+                f"tool {self.name!r}: idempotent=True and reconcile exclude each other"
+            )
 
 
 ToolSet = Mapping[str, Tool]
@@ -249,6 +265,7 @@ def _build(
     approval_by_owner: bool,
     timeout_ms: float | None,
     idempotent: bool,
+    reconcile: Reconcile | None,
     editable: bool,
     question: QuestionSource | None,
 ) -> Tool:
@@ -305,6 +322,7 @@ def _build(
         approval_by_owner=approval_by_owner,
         timeout_ms=timeout_ms,
         idempotent=idempotent,
+        reconcile=reconcile,
         editable=editable,
         question=question,
     )
@@ -324,6 +342,7 @@ def tool(
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
     idempotent: bool = False,
+    reconcile: Reconcile | None = None,
     editable: bool = False,
     question: QuestionSource | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
@@ -340,13 +359,14 @@ def tool(
     approval_by_owner: bool = True,
     timeout_ms: float | None = None,
     idempotent: bool = False,
+    reconcile: Reconcile | None = None,
     editable: bool = False,
     question: QuestionSource | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from a typed function; its docstring's first paragraph describes it.
 
     A parameter annotated :class:`ToolContext` receives the call's context and is not shown
-    to the model.
+    to the model. A ``reconcile`` receives the arguments as a validated dict.
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:
@@ -359,6 +379,7 @@ def tool(
             approval_by_owner=approval_by_owner,
             timeout_ms=timeout_ms,
             idempotent=idempotent,
+            reconcile=reconcile,
             editable=editable,
             question=question,
         )

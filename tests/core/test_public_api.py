@@ -42,6 +42,7 @@ CORE = {
     "RateLimitError",
     "ReasoningDeltaPart",
     "ReasoningPart",
+    "Reconciliation",
     "RunCompletedError",
     "ScriptExhaustedError",
     "StepFinishPart",

@@ -3,6 +3,9 @@ and never silently re-runs a call whose outcome is unknown."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,12 +13,15 @@ import pytest
 from deuz_django.core import (
     Deps,
     Message,
+    Reconciliation,
     ToolContext,
     ToolResultPart,
     generate_text,
     tool,
 )
+from deuz_django.core.approvals import edited_result
 from deuz_django.core.durable import (
+    CallRecord,
     DurableSession,
     InMemorySessionStore,
     InMemoryStepJournal,
@@ -29,6 +35,7 @@ from deuz_django.core.testing.contracts import (
 )
 
 from .reliability._support import Crash, PositionalModel
+from .support import RecordingLogger
 
 RUN = "run-1"
 
@@ -44,17 +51,26 @@ class TestInMemoryStepJournal(StepJournalContract):
 
 
 class Shop:
-    """A ``refund`` tool (not safe to repeat), a ``lookup`` tool (idempotent) and a
-    model that calls both in step 0, then answers."""
+    """A ``refund`` tool (not safe to repeat; ``gated``: it needs approval and may be
+    edited; it may ``reconcile``), a ``lookup`` tool (idempotent) and a model that
+    calls both in step 0, then answers."""
 
-    def __init__(self, *, crash_in: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        crash_in: str | None = None,
+        gated: bool = False,
+        reconcile: Callable[[Any, ToolContext], Any] | None = None,
+    ) -> None:
         self.executed: list[str] = []
+        self.keys: dict[str, str] = {}  # the idempotency key each call ran under
         self.model_calls = 0
         self.crash_in = crash_in
+        self.logger = RecordingLogger()
         self.journal = InMemoryStepJournal()
         self.store = InMemorySessionStore(step_journal=self.journal)
 
-        @tool
+        @tool(needs_approval=gated, editable=gated, reconcile=reconcile)
         def refund(usd: int, ctx: ToolContext) -> str:
             """Refund a customer."""
             return self._run(ctx, f"refunded {usd}")
@@ -82,6 +98,7 @@ class Shop:
 
     def _run(self, ctx: ToolContext, value: str) -> str:
         self.executed.append(ctx.tool_call_id)
+        self.keys[ctx.tool_call_id] = ctx.idempotency_key
         if ctx.tool_call_id == self.crash_in:
             self.crash_in = None
             raise Crash(f"killed inside {ctx.tool_name}")
@@ -93,7 +110,7 @@ class Shop:
             "tools": self.tools,
             "max_steps": 4,
             "max_tool_concurrency": 1,
-            "deps": Deps(clock=FixedClock()),
+            "deps": Deps(clock=FixedClock(), logger=self.logger),
             **extra,
         }
 
@@ -288,3 +305,145 @@ async def test_a_fence_that_raises_stops_the_leg_before_the_next_tool() -> None:
             **shop.options(deps=Deps(clock=FixedClock(), fence=fence)),
         )
     assert shop.executed == ["c1"]
+
+
+# -- a tool that can tell what became of its call --------------------------------------
+
+
+class Reconciler:
+    """A ``reconcile`` that answers ``found`` (sync, or ``asynchronous``) and keeps what
+    it was asked: the arguments and the idempotency key of each call."""
+
+    def __init__(self, found: Any, *, asynchronous: bool = False) -> None:
+        self.found = found
+        self.asked: list[tuple[Any, str]] = []
+        self.answer: Callable[[Any, ToolContext], Any] = self._answer
+        if asynchronous:
+
+            async def answer(args: Any, ctx: ToolContext) -> Any:
+                return self._answer(args, ctx)
+
+            self.answer = answer
+
+    def _answer(self, args: Any, ctx: ToolContext) -> Any:
+        self.asked.append((args, ctx.idempotency_key))
+        if isinstance(self.found, Exception):
+            raise self.found
+        return self.found
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_call_in_doubt_its_tool_finds_happened_takes_the_found_outcome(
+    asynchronous: bool,
+) -> None:
+    reconciler = Reconciler(
+        Reconciliation.happened("refunded 5 (found)"), asynchronous=asynchronous
+    )
+    shop = Shop(crash_in="c2", reconcile=reconciler.answer)
+    await shop.start()
+    result = await shop.resume()
+    assert shop.executed == ["c1", "c2"]  # the refund never ran again
+    assert reconciler.asked == [({"usd": 5}, shop.keys["c2"])]  # validated args
+    assert shop.answer("c2").result == "refunded 5 (found)"
+    step = shop.journal.load_step(RUN, 0)
+    assert step is not None
+    assert step.calls["c2"] == CallRecord("c2", True, "refunded 5 (found)", False)
+    assert not result.pending_approvals
+    assert result.text == "Refunded."
+
+
+async def test_a_found_error_is_the_calls_error_outcome() -> None:
+    found = Reconciliation.happened("card declined", is_error=True)
+    shop = Shop(crash_in="c2", reconcile=Reconciler(found).answer)
+    await shop.start()
+    await shop.resume()
+    answer = shop.answer("c2")
+    assert (answer.result, answer.is_error) == ("card declined", True)
+
+
+async def test_a_call_in_doubt_that_did_not_happen_runs_once_more_without_a_person() -> (
+    None
+):
+    reconciler = Reconciler(Reconciliation.did_not_happen())
+    shop = Shop(crash_in="c2", reconcile=reconciler.answer)
+    await shop.start()
+    result = await shop.resume()
+    assert shop.executed == ["c1", "c2", "c2"]
+    assert shop.answer("c2").result == "refunded 5"
+    assert not result.pending_approvals
+    assert result.text == "Refunded."
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        Reconciliation.cannot_tell(),
+        ConnectionError("the payment API is down"),
+        "refunded",  # not a Reconciliation: a bug, treated as a failure
+    ],
+    ids=["cannot-tell", "raises", "wrong-answer"],
+)
+async def test_a_call_in_doubt_its_tool_cannot_tell_about_goes_to_a_person(
+    found: Any,
+) -> None:
+    reconciler = Reconciler(found)
+    shop = Shop(crash_in="c2", reconcile=reconciler.answer)
+    await shop.start()
+    result = await shop.resume()
+    assert len(reconciler.asked) == 1
+    assert shop.executed == ["c1", "c2"]
+    [request] = result.pending_approvals or ()
+    assert (request.approval_id, request.tool_name) == ("c2", "refund")
+    step = shop.journal.load_step(RUN, 0)
+    assert step is not None
+    assert not step.calls["c2"].finished
+    told = isinstance(found, Reconciliation)  # else the failure is logged
+    assert len(shop.logger.warnings) == (0 if told else 1)
+
+
+async def test_a_reconcile_that_runs_past_the_tools_timeout_cannot_tell() -> None:
+    shop = Shop(crash_in="c2")
+    await shop.start()
+
+    async def hangs(args: Any, ctx: ToolContext) -> Reconciliation:
+        await asyncio.Event().wait()  # the payment API never answers
+        return Reconciliation.did_not_happen()
+
+    # The next leg's tools: the refund now has a timeout (the fixed clock's timers fire
+    # at once) and a reconcile that hangs.
+    shop.tools[1] = replace(shop.tools[1], timeout_ms=50, reconcile=hangs)
+    result = await shop.resume()
+    [request] = result.pending_approvals or ()
+    assert request.approval_id == "c2"
+    assert shop.executed == ["c1", "c2"]
+    [(warning, _)] = shop.logger.warnings
+    assert "timeout_ms" in warning
+
+
+async def test_reconcile_is_asked_only_about_a_call_in_doubt() -> None:
+    reconciler = Reconciler(Reconciliation.happened("never used"))
+    shop = Shop(crash_in="c1", reconcile=reconciler.answer)  # before the refund starts
+    await shop.start()
+    await shop.resume()
+    assert shop.executed == ["c1", "c1", "c2"]
+    assert shop.answer("c2").result == "refunded 5"
+    assert reconciler.asked == []
+
+
+async def test_an_approved_call_left_in_doubt_is_reconciled_when_it_settles_again() -> (
+    None
+):
+    reconciler = Reconciler(Reconciliation.happened("refunded 3 (found)"))
+    shop = Shop(gated=True, reconcile=reconciler.answer)
+    shop.store.save(make_checkpoint(RUN, 0, messages=[Message("user", "Refund.")]))
+    assert (await shop.resume()).pending_approvals  # the refund waits for a person
+    approve = [{"approvalId": "c2", "approved": True, "editedInput": {"usd": 3}}]
+    shop.crash_in = "c2"
+    with pytest.raises(Crash):
+        await shop.resume(approval_responses=approve)
+    result = await shop.resume(approval_responses=approve)
+    assert shop.executed == ["c1", "c2"]
+    assert reconciler.asked == [({"usd": 3}, shop.keys["c2"])]  # the edited input
+    found = edited_result("refunded 3 (found)", {"usd": 3})
+    assert shop.answer("c2").result == found  # as the model is told of an edit
+    assert result.text == "Refunded."

@@ -12,6 +12,7 @@ import pytest
 from deuz_django.core import (
     AbortController,
     InvalidInputError,
+    Reconciliation,
     Tool,
     ToolContext,
     ToolResultPart,
@@ -409,3 +410,33 @@ def test_idempotent_and_editable_are_data_on_the_tool() -> None:
         return "pong"
 
     assert (ping.idempotent, ping.editable) == (False, False)
+
+
+def _found(args: Any, ctx: ToolContext) -> Reconciliation:
+    return Reconciliation.cannot_tell()
+
+
+def test_reconcile_travels_with_the_tool_and_excludes_idempotent() -> None:
+    @tool(reconcile=_found)
+    def refund(usd: int) -> str:
+        """Refund."""
+        return "refunded"
+
+    assert (refund.reconcile, refund.idempotent) == (_found, False)
+    assert Tool(name="t").reconcile is None
+    # An idempotent call in doubt runs again: its reconcile would never be asked.
+    with pytest.raises(InvalidInputError, match="exclude each other"):
+        Tool(name="t", idempotent=True, reconcile=_found)
+
+
+def test_only_a_call_that_happened_has_a_found_outcome() -> None:
+    assert Reconciliation.happened({"id": "re_1"}) == Reconciliation(
+        "happened", {"id": "re_1"}, False
+    )
+    assert Reconciliation.happened("declined", is_error=True).is_error
+    assert Reconciliation.did_not_happen().status == "did-not-happen"
+    assert Reconciliation.cannot_tell().status == "cannot-tell"
+    with pytest.raises(InvalidInputError):
+        Reconciliation("did-not-happen", "refunded")
+    with pytest.raises(InvalidInputError):
+        Reconciliation("maybe")  # type: ignore[arg-type]

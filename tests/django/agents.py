@@ -13,8 +13,15 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from deuz_django.core import ModelRequest, agent_tool, tool
+from deuz_django.core import (
+    ModelRequest,
+    Reconciliation,
+    ToolContext,
+    agent_tool,
+    tool,
+)
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 
@@ -29,6 +36,14 @@ def record_effect(name: str) -> None:
         with open(path, "a", encoding="utf-8") as log:
             log.write(f"{name}\n")
             log.flush()
+
+
+def recorded_effects() -> list[str]:
+    path = os.environ.get("DEUZ_TEST_EFFECTS")
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as log:
+        return log.read().splitlines()
 
 
 def by_turn(replies: Sequence[ScriptedReply]) -> FunctionModel:
@@ -209,4 +224,32 @@ payer = AgentSpec(
         ]
     ),
     tools=[pay, send_email],
+)
+
+
+def _transferred(args: dict[str, Any], ctx: ToolContext) -> Reconciliation:
+    """What became of a ``transfer`` call: its effect line under the call's key says it
+    happened; without one it did not, unless DEUZ_TEST_CANNOT_TELL is set."""
+    if f"transfer:{ctx.idempotency_key}" in recorded_effects():
+        return Reconciliation.happened(f"transferred {args['amount']}")
+    if os.environ.get("DEUZ_TEST_CANNOT_TELL"):
+        return Reconciliation.cannot_tell()
+    return Reconciliation.did_not_happen()
+
+
+@tool(reconcile=_transferred)
+def transfer(amount: int, ctx: ToolContext) -> str:
+    """Transfer money (not safe to repeat; it can tell whether a transfer went out)."""
+    record_effect(f"transfer:{ctx.idempotency_key}")
+    return f"transferred {amount}"
+
+
+reconciling = AgentSpec(
+    model=by_turn(
+        [
+            reply(tool_calls=[("t1", "transfer", {"amount": 7})]),
+            reply(text="Transferred."),
+        ]
+    ),
+    tools=[transfer],
 )

@@ -13,6 +13,7 @@ from django.db import connections
 from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
+from .agents import recorded_effects
 from .notify_support import receiver  # noqa: F401  (a fixture)
 
 
@@ -50,13 +51,8 @@ def make_user(db: Any) -> Callable[..., User]:
 @pytest.fixture
 def effects(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
     """Tool side effects recorded by tests.django.agents, read back as lines."""
-    path = tmp_path / "effects.log"
-    monkeypatch.setenv("DEUZ_TEST_EFFECTS", str(path))
-
-    def read() -> list[str]:
-        return path.read_text().splitlines() if path.exists() else []
-
-    return read
+    monkeypatch.setenv("DEUZ_TEST_EFFECTS", str(tmp_path / "effects.log"))
+    return recorded_effects
 
 
 @pytest.fixture

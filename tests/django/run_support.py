@@ -35,19 +35,20 @@ def ready_to_resume(owner: Any) -> Run:
     return run
 
 
-def in_doubt(owner: Any) -> Run:
-    """A ``slow`` run whose first leg recorded step 0's turn and started ``s1``, then
-    died; its next leg suspends on ``s1`` (an ``outcome_unknown`` approval) instead of
-    running it again."""
-    run = services.start_run(agent="slow", messages=PROMPT, owner=owner)
+def died_in(agent: str, call: ToolUsePart, owner: Any = None) -> Run:
+    """A run of ``agent`` whose first leg recorded step 0's turn (the one ``call``) and
+    the call's start, then died."""
+    run = services.start_run(agent=agent, messages=PROMPT, owner=owner)
     journal = DjangoStepJournal()
-    journal.record_turn(
-        run.run_id,
-        0,
-        1,
-        Message("assistant", (ToolUsePart("s1", "slow", {"step": 1}),)),
-    )
-    journal.record_start(run.run_id, 0, "s1")
+    journal.record_turn(run.run_id, 0, 1, Message("assistant", (call,)))
+    journal.record_start(run.run_id, 0, call.id)
+    return run
+
+
+def in_doubt(owner: Any) -> Run:
+    """A ``slow`` run that died in ``s1`` (:func:`died_in`); its next leg suspends on
+    ``s1`` (an ``outcome_unknown`` approval) instead of running it again."""
+    run = died_in("slow", ToolUsePart("s1", "slow", {"step": 1}), owner)
     assert services.resume_run(run.run_id).status == "suspended"
     run.refresh_from_db()
     return run

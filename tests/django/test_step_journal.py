@@ -13,17 +13,25 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from deuz_django import services
-from deuz_django.core import Message, TextPart, ToolUsePart
+from deuz_django.core import Deps, Message, TextPart, ToolContext, ToolUsePart
 from deuz_django.core.approvals import input_digest
+from deuz_django.core.durable.codec import decode_json
 from deuz_django.core.testing.contracts import StepJournalContract
 from deuz_django.core.testing.contracts.step_journal import PAY_INPUT
 from deuz_django.exceptions import InvalidVerdict, LeaseLost
 from deuz_django.leases import Lease
-from deuz_django.models import Approval, ApprovalStatus, Run
+from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
 from deuz_django.step_journal import DjangoStepJournal
 from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
 from tests.api.support import client, verdicts_url
-from tests.django.run_support import approval, in_doubt, suspended, tool_results
+from tests.django.agents import record_effect
+from tests.django.run_support import (
+    approval,
+    died_in,
+    in_doubt,
+    suspended,
+    tool_results,
+)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -190,3 +198,69 @@ def test_a_result_is_refused_on_a_gated_call_approval(
     assert refusal is not None
     assert isinstance(refusal.error, InvalidVerdict)
     assert refusal.field == "result"
+
+
+# -- a call in doubt that its tool can settle ------------------------------------------
+
+TRANSFER = ToolUsePart("t1", "transfer", {"amount": 7})
+
+
+def _key(run: Run) -> str:
+    """The idempotency key the ``transfer`` call ``t1`` of ``run`` runs under."""
+    return ToolContext(
+        tool_call_id="t1",
+        tool_name="transfer",
+        messages=(),
+        signal=None,
+        deps=Deps(),
+        idempotency_scope=run.run_id,
+    ).idempotency_key
+
+
+def _call(run: Run) -> RunCall:
+    return RunCall.objects.get(step__run=run, tool_call_id="t1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_in_doubt_its_tool_finds_happened_completes_without_a_person(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = died_in("reconciling", TRANSFER)
+    record_effect(f"transfer:{_key(run)}")  # the transfer went out before the crash
+    assert services.resume_run(run.run_id).status == "completed"
+    assert effects() == [f"transfer:{_key(run)}"]  # it did not run again
+    assert tool_results(run)["t1"] == ("transferred 7", False)
+    call = _call(run)
+    assert (call.finished, decode_json(call.result), call.is_error) == (
+        True,
+        "transferred 7",
+        False,
+    )
+    assert not run.approvals.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_in_doubt_that_did_not_happen_runs_once_under_its_start_row(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = died_in("reconciling", TRANSFER)
+    started = _call(run).pk
+    assert services.resume_run(run.run_id).status == "completed"
+    assert effects() == [f"transfer:{_key(run)}"]
+    assert tool_results(run)["t1"] == ("transferred 7", False)
+    call = _call(run)
+    assert (call.pk, call.finished) == (started, True)  # no second start record
+    assert not run.approvals.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_in_doubt_its_tool_cannot_tell_about_waits_for_a_person(
+    effects: Callable[[], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEUZ_TEST_CANNOT_TELL", "1")
+    run = died_in("reconciling", TRANSFER)
+    assert services.resume_run(run.run_id).status == "suspended"
+    asked = approval(run, "transfer")
+    assert (asked.kind, asked.status) == ("outcome_unknown", "pending")
+    assert effects() == []
+    assert not _call(run).finished

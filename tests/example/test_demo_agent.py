@@ -13,11 +13,14 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from deuz_django import deadline_sweep, services
-from deuz_django.core import Deps, ToolContext
+from deuz_django.core import Deps, Reconciliation, ToolContext
+from deuz_django.core.approvals import input_digest
+from deuz_django.core.durable import Authorization
 from deuz_django.exceptions import NotPermitted
 from deuz_django.grants import Allow
 from deuz_django.models import Approval, Run, StandingRule
 from deuz_django.permissions import decide_refusal
+from deuz_django.step_journal import DjangoStepJournal
 from example_project.agents import issue_refund, send_email
 from example_project.models import Order, Refund, SentEmail
 from tests.django.run_support import let_time_pass
@@ -67,6 +70,51 @@ def test_a_refund_waits_for_staff_the_customer_may_not_approve_it(shop: Any) -> 
     )
     order = Order.objects.get(number="A-1001")
     assert (order.status, order.refunded) == ("refunded", Decimal("249.00"))
+
+
+@pytest.mark.parametrize("refunded", [True, False], ids=["happened", "did-not-happen"])
+def test_a_refund_a_crash_left_in_doubt_completes_without_asking_anyone(
+    shop: Any, refunded: bool
+) -> None:
+    """Staff approved; a leg started the refund and died — after the refund went out,
+    or before. The next leg asks the tool, which finds its ``Refund`` row (or none, and
+    refunds now): the run completes, the order is refunded once, and no person is asked
+    whether it happened."""
+    run = ask(shop["customer"], "Please refund order A-1001")
+    approval = pending(run)
+    services.decide_approval(
+        approval, user=shop["staff"], approved=True, token=approval.token
+    )
+    journal = DjangoStepJournal()
+    step = journal.latest_step(run.run_id)
+    assert step is not None
+    journal.record_start(  # on the staff's decision, as the leg that died did
+        run.run_id,
+        step.step_index,
+        approval.tool_call_id,
+        tool_name="issue_refund",
+        authorization=Authorization(str(approval.pk), input_digest(approval.input)),
+    )
+    if refunded:
+        ctx = ToolContext(
+            tool_call_id=approval.tool_call_id,
+            tool_name="issue_refund",
+            messages=(),
+            signal=None,
+            deps=Deps(),
+            idempotency_scope=run.run_id,
+        )
+        assert issue_refund.execute is not None
+        issue_refund.execute(approval.input, ctx)
+
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+
+    assert run.status == "completed"
+    assert answer(run).startswith("Good news: Refunded $249.00 on A-1001.")
+    assert Order.objects.get(number="A-1001").refunded == Decimal("249.00")
+    assert Refund.objects.count() == 1
+    assert not run.approvals.filter(kind="outcome_unknown").exists()
 
 
 def test_a_refund_of_at_most_20_dollars_is_approved_by_staffs_standing_rule(
@@ -316,10 +364,12 @@ def test_demo_setup_can_run_again_and_prints_the_credentials(shop: Any) -> None:
     )
 
 
-def test_a_refund_and_an_email_repeated_after_a_crash_happen_once(shop: Any) -> None:
-    """Both demo tools are ``idempotent=True`` because they are: the same call (the same
-    idempotency key) refunds and emails once, however often it runs."""
-    order = Order.objects.get(number="A-1001")
+def test_a_refund_and_an_email_in_doubt_are_found_by_their_idempotency_key(
+    shop: Any,
+) -> None:
+    """Both demo tools reconcile against the row they write under the call's key: before
+    the call ran it did not happen; after, it happened, with the answer the call gave.
+    A repeat of the same call still refunds and emails once."""
     ctx = ToolContext(
         tool_call_id="toolu_1",
         tool_name="issue_refund",
@@ -328,13 +378,14 @@ def test_a_refund_and_an_email_repeated_after_a_crash_happen_once(shop: Any) -> 
         deps=Deps(),
         idempotency_scope="run-1",
     )
-    for _ in range(2):
-        issue_refund.execute(
-            {"order_id": "A-1001", "amount": 20, "reason": "late"}, ctx
-        )
-        send_email.execute({"to": "ann@example.com", "subject": "Hi", "body": "."}, ctx)
-    order.refresh_from_db()
-    assert order.refunded == Decimal("20.00")
+    refund = {"order_id": "A-1001", "amount": 20.0, "reason": "late"}
+    email = {"to": "ann@example.com", "subject": "Hi", "body": "."}
+    for demo_tool, args in ((issue_refund, refund), (send_email, email)):
+        assert demo_tool.reconcile is not None
+        assert demo_tool.execute is not None
+        assert demo_tool.reconcile(args, ctx) == Reconciliation.did_not_happen()
+        told = demo_tool.execute(args, ctx)
+        assert demo_tool.execute(args, ctx) == told
+        assert demo_tool.reconcile(args, ctx) == Reconciliation.happened(told)
+    assert Order.objects.get(number="A-1001").refunded == Decimal("20.00")
     assert Refund.objects.count() == SentEmail.objects.count() == 1
-    assert issue_refund.idempotent
-    assert send_email.idempotent

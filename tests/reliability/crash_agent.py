@@ -9,7 +9,10 @@ whose outcome is already recorded.
 
 The run's id is its prompt, so the model and the tools know which run they serve. Each
 of the ``STEPS`` steps calls ``note`` (idempotent: it may run again after a crash) and
-``charge`` (not idempotent: a crash inside it must be put to a person) side by side.
+``charge`` (not idempotent) side by side. A tool's effect is one line of the log under
+the call's idempotency key, written whole or not at all. ``crashy``'s charge cannot tell
+whether a call a crash interrupted had its effect: a person is asked.
+``crashy_reconciling``'s charge can: its ``reconcile`` looks for the effect's line.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from deuz_django.connections import once_more_if_broken
-from deuz_django.core import ModelRequest, ToolContext, tool
+from deuz_django.core import ModelRequest, Reconciliation, ToolContext, tool
 from deuz_django.core.testing import reply
 from deuz_django.models import RunCall, RunStep
 from deuz_django.registry import AgentSpec
-from tests.django.agents import record_effect
+from tests.django.agents import record_effect, recorded_effects
 
 STEPS = 3
 FINAL_ANSWER = "All charged."
@@ -82,11 +85,18 @@ class CrashModel:
             yield event
 
 
+def effect(kind: str, run: str, step: int, ctx: ToolContext) -> str:
+    """The line that is a call's effect."""
+    return f"{kind}:{run}:{step}:effect:{ctx.idempotency_key}"
+
+
 def _act(kind: str, run: str, step: int, ctx: ToolContext) -> str:
     if _outcome_recorded(run, ctx.tool_call_id):
         record_effect(f"VIOLATION {kind}:{run}:{step}")
     record_effect(f"{kind}:{run}:{step}:start")
-    time.sleep(random.uniform(0, 0.08) + _pause(f"{kind}:{step}"))
+    time.sleep(random.uniform(0, 0.04) + _pause(f"{kind}:{step}"))
+    record_effect(effect(kind, run, step, ctx))
+    time.sleep(random.uniform(0, 0.04))
     record_effect(f"{kind}:{run}:{step}:end")
     return f"{kind} {step} done"
 
@@ -103,4 +113,25 @@ def charge(run: str, step: int, ctx: ToolContext) -> str:
     return _act("charge", run, step, ctx)
 
 
+def _charged(args: dict[str, Any], ctx: ToolContext) -> Reconciliation:
+    """Whether a charge a crash interrupted had its effect (noted in the log)."""
+    run, step = args["run"], args["step"]
+    if _outcome_recorded(run, ctx.tool_call_id):
+        record_effect(f"VIOLATION reconcile:{run}:{step}")
+    if effect("charge", run, step, ctx) in recorded_effects():
+        record_effect(f"reconciled:{run}:{step}:happened")
+        return Reconciliation.happened(f"charge {step} done")
+    record_effect(f"reconciled:{run}:{step}:did-not-happen")
+    return Reconciliation.did_not_happen()
+
+
+@tool(name="charge", reconcile=_charged)
+def reconciling_charge(run: str, step: int, ctx: ToolContext) -> str:
+    """Charge a card (never twice: a charge in doubt is looked up first)."""
+    return _act("charge", run, step, ctx)
+
+
 crashy = AgentSpec(model=CrashModel(), tools=[note, charge], max_steps=STEPS + 2)
+crashy_reconciling = AgentSpec(
+    model=CrashModel(), tools=[note, reconciling_charge], max_steps=STEPS + 2
+)

@@ -5,9 +5,12 @@ sweeper continues what the dead one left (DESIGN §7, issue #12).
 Counted over the whole sweep: at least ``KILLED_RUNS`` distinct runs were mid-leg when
 their process was killed (many more than once, while being recovered); afterwards no
 run is lost, no message duplicated, no model call made for a turn the step journal
-recorded, no tool executed whose outcome it recorded, every non-idempotent call a kill
-left in doubt was put to a person (and ran again only when a person said so), and every
-run's stream journal is closed. ``DEUZ_TEST_SEED`` replays a sweep's random moments.
+recorded, no tool executed whose outcome it recorded, and every run's stream journal is
+closed. A charge a kill left in doubt was put to a person (and ran again only when a
+person said so) — or, when the charge tool reconciles (``crashy_reconciling``), was
+settled by the tool itself: every run completes unaided, each charge had its effect
+exactly once, and no person is asked anything. ``DEUZ_TEST_SEED`` replays a sweep's
+random moments.
 """
 
 from __future__ import annotations
@@ -104,10 +107,13 @@ def settle_in_doubt(rng: random.Random) -> Counter[str]:
     return again
 
 
+@pytest.mark.parametrize("agent", ["crashy", "crashy_reconciling"])
 def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothing(
     children: Callable[[list[str]], subprocess.Popen[str]],
     effects: Callable[[], list[str]],
+    agent: str,
 ) -> None:
+    reconciling = agent == "crashy_reconciling"
     seed = int(os.environ.get("DEUZ_TEST_SEED") or random.randrange(2**32))
     print(f"crash sweep: DEUZ_TEST_SEED={seed}")  # shown with a failure
     rng = random.Random(seed)
@@ -120,7 +126,7 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
         new = [f"crash-{len(run_ids) + i}" for i in range(NEW_RUNS_PER_PROCESS)]
         for run_id in new:
             services.start_run(
-                agent="crashy",
+                agent=agent,
                 messages=[{"role": "user", "content": run_id}],
                 run_id=run_id,
             )
@@ -140,7 +146,7 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
     # the others left, on its event loop.
     last = f"crash-{len(run_ids)}"
     services.start_run(
-        agent="crashy", messages=[{"role": "user", "content": last}], run_id=last
+        agent=agent, messages=[{"role": "user", "content": last}], run_id=last
     )
     run_ids.append(last)
     final = children([last])
@@ -164,7 +170,11 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
                 f"{error} at {timezone.now()} (healer {final.pid} alive: "
                 f"{final.poll() is None}): {list(left.values_list(*columns))[:5]}"
             ) from None
-        again += settle_in_doubt(rng)
+        if reconciling:  # the tool settles every call in doubt: nobody is asked
+            asked = Approval.objects.values_list("run__run_id", "tool_call_id")
+            assert not asked.exists(), f"put to a person: {list(asked)}"
+        else:
+            again += settle_in_doubt(rng)
     assert final.poll() is None  # the healer never crashed
     wait_until(
         lambda: not Run.objects.filter(journal_open=True).exists(),
@@ -186,11 +196,21 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
         )
         for step in range(STEPS):
             assert results[f"n{step}"] == (f"note {step} done", False)
+            charged = [
+                line
+                for line in log
+                if line.startswith(f"charge:{run_id}:{step}:effect:")
+            ]
+            if reconciling:  # the effect exactly once: none lost, none repeated
+                assert len(charged) == 1, (run_id, step, charged)
+                assert results[f"c{step}"] == (f"charge {step} done", False)
+                continue
             # A charge ran at most once, plus once for each time a person said "run it
             # again" (a kill between the journal's start record and the effect leaves
             # a call in doubt that never happened: "at most").
             starts = log.count(f"charge:{run_id}:{step}:start")
             assert starts <= 1 + again[f"{run_id}:c{step}"], (run_id, step, starts)
+            assert len(charged) <= starts
             if results[f"c{step}"] == (f"charge {step} done", False):
                 assert starts >= 1
         assert (
@@ -198,9 +218,16 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
             in run.messages.order_by("-index").values_list("data", flat=True)[0]
         )
     in_doubt = Approval.objects.filter(kind="outcome_unknown").count()
+    waited = Run.objects.roots().filter(approvals__isnull=False).distinct().count()
+    found = Counter(
+        line.rsplit(":", 1)[1] for line in log if line.startswith("reconciled:")
+    )
+    assert not reconciling or (in_doubt, waited) == (0, 0)
     print(
-        f"crash sweep: {processes} processes killed, {len(run_ids)} runs, "
+        f"crash sweep ({agent}): {processes} processes killed, {len(run_ids)} runs, "
         f"{len(killed_mid_leg)} of them killed mid-leg ({kills} kills of a leg), "
-        f"{in_doubt} calls put to a person"
+        f"{in_doubt} calls put to a person, {found['happened']} found to have "
+        f"happened and {found['did-not-happen']} not by their tool, "
+        f"{waited} runs waited for a person"
     )
     connections.close_all()

@@ -38,7 +38,12 @@ from ..tools import ToolCall, ToolContext, ToolResult, tool_definitions
 from ..usage import Usage, with_total
 from . import abortable
 from .approval import Denial, gate, is_client_tool, pending_requests, sign_requests
-from .execution import SubAgentSuspension, stream_batch, tool_message
+from .execution import (
+    SubAgentSuspension,
+    reconcile_in_doubt,
+    stream_batch,
+    tool_message,
+)
 from .journaling import StepRecorder, journal_of, latest_for, load_turn
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
@@ -404,8 +409,9 @@ class LoopRun:
         self, calls: Sequence[ToolCall], results: Sequence[ToolResult]
     ) -> AsyncIterator[StreamPart]:
         """Calls that started before a crash and left no outcome, of tools that are not
-        safe to repeat, are never re-run silently: each becomes a pending approval, which
-        a person settles ("it happened", "run it again", "mark it failed")."""
+        safe to repeat and could not tell what became of them, are never re-run
+        silently: each becomes a pending approval, which a person settles ("it
+        happened", "run it again", "mark it failed")."""
         answered = {r.tool_call_id for r in results}
         in_doubt = [c for c in calls if c.tool_call_id not in answered]
         requests = sign_requests(
@@ -429,7 +435,7 @@ class LoopRun:
 
     # -- tool execution -------------------------------------------------------------------
 
-    def _execute(
+    async def _execute(
         self,
         calls: Sequence[ToolCall],
         denials: dict[str, Denial],
@@ -437,11 +443,10 @@ class LoopRun:
         resumed: bool,
         recorder: StepRecorder | None = None,
     ) -> AsyncIterator[StreamPart]:
-        """Run the batch; an in-doubt call (see :class:`StepRecorder`) is left out, so
-        ``results`` then holds fewer results than there are calls."""
+        """Run the batch; an in-doubt call (see :class:`StepRecorder`) that its tool's
+        ``reconcile`` cannot settle is left out, so ``results`` then holds fewer results
+        than there are calls."""
         options = self.options
-        if recorder is not None:
-            calls = [c for c in calls if not recorder.in_doubt(c, denials)]
         checkpointer = self._checkpointer
         shared = ToolContext(  # R1.13: what every call of the batch sees of the leg
             tool_call_id="",
@@ -462,7 +467,11 @@ class LoopRun:
             resumed=resumed,
             idempotency_scope=self._idempotency_scope,
         )
-        return stream_batch(
+        if recorder is not None:
+            calls = await reconcile_in_doubt(
+                calls, self.tools, denials, shared, recorder
+            )
+        async for part in stream_batch(
             calls,
             self.tools,
             denials,
@@ -472,7 +481,8 @@ class LoopRun:
             signal=options.signal,
             results=results,
             recorder=recorder,
-        )
+        ):
+            yield part
 
     # -- bookkeeping ----------------------------------------------------------------------
 

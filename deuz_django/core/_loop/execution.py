@@ -16,6 +16,7 @@ from ..approvals import ToolApprovalRequest, edited_result
 from ..deps import Deps
 from ..messages import Message, ToolResultPart
 from ..parts import StreamPart, ToolOutputPart, ToolStatePart
+from ..reconciliation import Reconciliation
 from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
 from . import abortable
 from .approval import Denial
@@ -55,25 +56,34 @@ def tool_message(results: Sequence[ToolResult]) -> Message:
     )
 
 
-async def _call_execute(declared: Tool, args: Any, ctx: ToolContext) -> Any:
-    """Await async tools in place; run sync ones off the loop (``deps.run_blocking``)."""
-    assert declared.execute is not None
-    if inspect.iscoroutinefunction(declared.execute):
-        return await declared.execute(args, ctx)
-    result = await ctx.deps.run_blocking(declared.execute, args, ctx)
+async def _invoke(
+    fn: Callable[[Any, ToolContext], Any], args: Any, ctx: ToolContext
+) -> Any:
+    """Call a tool's function (``execute``, ``reconcile``): an async one is awaited in
+    place, a sync one runs off the loop (``deps.run_blocking``)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(args, ctx)
+    result = await ctx.deps.run_blocking(fn, args, ctx)
     if inspect.isawaitable(result):
         result = await result
     return result
 
 
-async def _with_timeout(
-    declared: Tool, args: Any, ctx: ToolContext, cap_ms: float, deps: Deps
+async def _within(
+    fn: Callable[[Any, ToolContext], Any],
+    args: Any,
+    ctx: ToolContext,
+    cap_ms: float | None,
+    deps: Deps,
 ) -> tuple[bool, Any]:
-    """Race the tool against the injected clock; on expiry abort its signal and abandon it."""
+    """``(timed_out, value)``: with a ``cap_ms``, race the tool's function against the
+    injected clock; on expiry abort its signal and abandon it."""
+    if cap_ms is None or cap_ms <= 0:
+        return False, await _invoke(fn, args, ctx)
     timeout = AbortController()
     signal = any_signal(ctx.signal, timeout.signal)
     ctx = replace(ctx, signal=signal)
-    work = asyncio.ensure_future(_call_execute(declared, args, ctx))
+    work = asyncio.ensure_future(_invoke(fn, args, ctx))
     timer = asyncio.ensure_future(deps.clock.sleep(cap_ms))
     try:
         await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -102,7 +112,12 @@ async def run_one(
 ) -> ToolResult:
     """One call's outcome, in the reference's precedence order (R3.14); for a call a
     person edited, wrapped so the model is told (:func:`edited_result`)."""
-    result = await _outcome(call, tools, denials, ctx, deps)
+    return _as_told(call, await _outcome(call, tools, denials, ctx, deps))
+
+
+def _as_told(call: ToolCall, result: ToolResult) -> ToolResult:
+    """The result the model is told: for a call a person edited, wrapped so it says so
+    (:func:`edited_result`)."""
     if call.edited_from is None:
         return result
     return replace(result, result=edited_result(result.result, call.args))
@@ -124,7 +139,8 @@ async def _outcome(
     declared = tools.get(call.tool_name)
     if declared is None:
         return error(unknown_tool_text(call.tool_name, tools))
-    if declared.execute is None:
+    execute = declared.execute
+    if execute is None:
         if call.answer is not None:  # a question tool's result is a person's answer
             return ToolResult(call.tool_call_id, call.tool_name, call.answer)
         return error("No server-side executor.")
@@ -135,23 +151,89 @@ async def _outcome(
         except ToolArgumentsError as exc:
             return error(f"Invalid arguments: {exc}")
     try:
-        if declared.timeout_ms is not None and declared.timeout_ms > 0:
-            timed_out, value = await _with_timeout(
-                declared, args, ctx, declared.timeout_ms, deps
-            )
-            if timed_out:
-                return error(
-                    f"Tool '{call.tool_name}' timed out after "
-                    f"{format_ms(declared.timeout_ms)}ms and was abandoned."
-                )
-        else:
-            value = await _call_execute(declared, args, ctx)
+        timed_out, value = await _within(execute, args, ctx, declared.timeout_ms, deps)
     except SubAgentSuspension:
         raise
     except Exception as exc:
         message = str(exc)
         return error(message or f"Tool '{call.tool_name}' threw during execution.")
+    if timed_out:
+        assert declared.timeout_ms is not None
+        return error(
+            f"Tool '{call.tool_name}' timed out after "
+            f"{format_ms(declared.timeout_ms)}ms and was abandoned."
+        )
     return ToolResult(call.tool_call_id, call.tool_name, value)
+
+
+async def reconcile_in_doubt(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    denials: Mapping[str, Denial],
+    shared: ToolContext,
+    recorder: StepRecorder,
+) -> list[ToolCall]:
+    """The calls of a batch that may run: each call in doubt
+    (:meth:`StepRecorder.in_doubt`) is first put to its tool's ``reconcile``.
+
+    "Happened": its outcome is recorded, and the batch uses it as any recorded outcome
+    (the tool does not run). "Did not happen": it runs — its start record stands, this
+    is the one execution it was allowed. "Cannot tell", a ``reconcile`` that raises, or
+    none: it is left out, so the run suspends on it for a person.
+    """
+    runnable: list[ToolCall] = []
+    for call in calls:
+        if recorder.in_doubt(call, denials):
+            declared = tools.get(call.tool_name)
+            found = await _reconcile(declared, call, _context(shared, call))
+            if found.status == "cannot-tell":
+                continue
+            if found.status == "happened":
+                outcome = ToolResult(
+                    call.tool_call_id,
+                    call.tool_name,
+                    found.result,
+                    found.is_error or None,
+                )
+                await recorder.record_reconciled(_as_told(call, outcome))
+        runnable.append(call)
+    return runnable
+
+
+async def _reconcile(
+    declared: Tool | None, call: ToolCall, ctx: ToolContext
+) -> Reconciliation:
+    """What the tool finds out about its call; "cannot tell" when there is no tool or
+    no ``reconcile``, when the arguments no longer validate, or the reconcile fails or
+    runs past the tool's ``timeout_ms``."""
+    if declared is None or declared.reconcile is None:
+        return Reconciliation.cannot_tell()
+    try:
+        args = call.args if declared.validate is None else declared.validate(call.args)
+        timed_out, found = await _within(
+            declared.reconcile, args, ctx, declared.timeout_ms, ctx.deps
+        )
+        if timed_out:
+            raise TimeoutError("no answer within the tool's timeout_ms")
+        if not isinstance(found, Reconciliation):
+            raise TypeError(f"expected a Reconciliation, got {found!r}")
+    except Exception as exc:
+        ctx.deps.logger.warning(
+            f"reconcile of {call.tool_name} call {call.tool_call_id!r} failed, "
+            f"a person decides: {exc!r}"
+        )
+        return Reconciliation.cannot_tell()
+    return found
+
+
+def _context(shared: ToolContext, call: ToolCall) -> ToolContext:
+    """The batch's ``shared`` context for one call: what its tool's functions see."""
+    return replace(
+        shared,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        answer=call.answer,
+    )
 
 
 async def run_batch(
@@ -259,13 +341,7 @@ async def stream_batch(
                 calls,
                 tools,
                 denials,
-                lambda call: replace(
-                    shared,
-                    tool_call_id=call.tool_call_id,
-                    tool_name=call.tool_name,
-                    emit_part=emit,
-                    answer=call.answer,
-                ),
+                lambda call: replace(_context(shared, call), emit_part=emit),
                 deps,
                 max_concurrency,
                 signal,

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from .._awaitable import resolve
 from ..approvals import input_digest
-from ..durable.step_journal import Authorization, JournalStep, StepJournal
+from ..durable.step_journal import Authorization, CallRecord, JournalStep, StepJournal
 from ..messages import Message
 from ..tools import Tool, ToolCall, ToolResult
 from .approval import Denial
@@ -48,7 +49,8 @@ async def latest_for(
 class StepRecorder:
     """What one step's calls have done: recorded outcomes are reused, starts and
     outcomes are written as they happen, and a started call without an outcome is in
-    doubt unless its tool is ``idempotent``."""
+    doubt unless its tool is ``idempotent`` (its tool's ``reconcile`` may then settle
+    it: :func:`~.execution.reconcile_in_doubt`)."""
 
     def __init__(
         self,
@@ -133,4 +135,20 @@ class StepRecorder:
                 result.result,
                 bool(result.is_error),
             )
+        )
+
+    async def record_reconciled(self, result: ToolResult) -> None:
+        """Record the outcome a tool's ``reconcile`` found for a call in doubt; from
+        then on the call has a recorded outcome, here as in the journal."""
+        await self.finish(result)
+        started = self.step.calls.get(result.tool_call_id)
+        record = CallRecord(
+            result.tool_call_id,
+            True,
+            result.result,
+            bool(result.is_error),
+            None if started is None else started.decision_id,
+        )
+        self.step = replace(
+            self.step, calls={**self.step.calls, result.tool_call_id: record}
         )

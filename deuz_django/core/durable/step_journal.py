@@ -9,8 +9,11 @@ and its outcome as soon as it has one. Resuming the step then follows three rule
 - a recorded turn is reused: no second model call, the same tool-call ids;
 - a call with a recorded outcome is never executed again: its recorded result is used;
 - a call that started but has no outcome is *in doubt*: a tool declared
-  ``idempotent=True`` runs again; any other tool is never silently re-run — the run
-  suspends with a pending approval for it, which a person settles.
+  ``idempotent=True`` runs again; any other tool is never silently re-run. Its
+  ``reconcile``, if it has one, is asked first: "it happened" records the outcome it
+  found (the tool does not run), "it did not happen" runs the call under its existing
+  start record; otherwise — "cannot tell", no ``reconcile``, or one that raises — the
+  run suspends with a pending approval for it, which a person settles.
 
 A call that runs on a person's (or a rule's) recorded decision starts with its
 :class:`Authorization`: the decision's id and the digest of the input about to run. A
