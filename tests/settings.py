@@ -54,6 +54,7 @@ DEUZ = {
         "steps_bounded": "tests.django.runaway_agents.steps_bounded",
         "tokens_bounded": "tests.django.runaway_agents.tokens_bounded",
         "mailer": "tests.django.versioned_agents.mailer",
+        "planned": "tests.reliability.planned_agent.planned",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.
