@@ -204,6 +204,9 @@ def test_deuz_stop_as_a_user_and_as_an_operator(
     assert_stopped(first, by="ann", reason="r")
     call_command("deuz", "stop", second.run_id, "--operator", "oncall", stdout=out)
     assert_stopped(second, by="oncall (operator)", reason="")
+    shown = io.StringIO()
+    call_command("deuz", "show", first.run_id, stdout=shown)
+    assert "Stopped by ann: r." in shown.getvalue()
 
 
 def test_deuz_stop_refuses_a_user_who_may_not(

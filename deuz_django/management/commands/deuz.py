@@ -258,6 +258,14 @@ class Command(BaseCommand):
         )
         if run.last_error:
             self.stdout.write(self.style.ERROR(f"Last leg failed: {run.last_error}"))
+        if run.stop_requested_at is not None:
+            state = "Stopped" if run.status == RunStatus.STOPPED else "Stopping"
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{state} at {when(run.stopped_at or run.stop_requested_at)}: "
+                    f"{run.stop_description}"
+                )
+            )
         for section in sections(run):
             indent = ""
             if section.path:
@@ -460,6 +468,7 @@ def _run_json(run: Run) -> dict[str, Any]:
         "usage": run.usage,
         "pendingApprovals": services.current_pending(run).count(),
         "lastError": run.last_error or None,
+        "stop": None if run.stop_requested_at is None else run.stop_description,
         "createdAt": timezone.localtime(run.created_at).isoformat(),
         "updatedAt": timezone.localtime(run.updated_at).isoformat(),
     }
