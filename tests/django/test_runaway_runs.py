@@ -4,11 +4,13 @@ run-wide limits stop runaways that no person watches."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -23,7 +25,8 @@ from deuz_django.standing import StandingRule
 from deuz_django.step_journal import DjangoStepJournal
 from tests.api.support import client, started, verdicts_url
 
-from .admin_support import decide_url
+from .admin_support import decide_url, run_url
+from .test_consumer import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -256,3 +259,36 @@ def test_legs_are_bounded_over_the_whole_run(
     assert "limit of 3 legs" in run.stop_reason
     assert run.legs == 3
     assert effects() == ["notify:ann:n0", "notify:ann:n1"]
+
+
+def test_a_run_stopped_by_a_limit_says_so_in_the_api_the_admin_and_the_command(
+    ann: User, boss: User
+) -> None:
+    run = started(ann, agent="echo_forever")
+    reason = "The run reached its limit of 3 executions of echo."
+    shown = client(ann).get(f"/api/deuz/runs/{run.run_id}/").json()
+    assert shown["status"] == "stopped"
+    assert (shown["stop"]["by"], shown["stop"]["reason"]) == ("the system", reason)
+    browser = Client()
+    browser.force_login(boss)
+    page = browser.get(run_url(run)).content.decode()
+    assert f"Stopped by the system: {reason}" in page
+    out = io.StringIO()
+    call_command("deuz", "show", run.run_id, stdout=out)
+    assert f"Stopped by the system: {reason}" in out.getvalue()
+
+
+async def test_a_client_following_a_run_sees_the_limit_stop_it(
+    ann: User, ws_as: Any
+) -> None:
+    ws = await ws_as(ann)
+    await ws.send_json_to({"type": "start", "agent": "echo_forever", "text": "go"})
+    frames = await until(ws, lambda frame: frame.get("type") == "done")
+    parts = [f["part"] for f in frames if "part" in f]
+    executed = [p for p in parts if p["type"] == "tool-result"]
+    assert len(executed) == 3
+    assert parts[-1] == {
+        "type": "error",
+        "message": "Stopped by the system: the run reached its limit of 3 "
+        "executions of echo.",
+    }
