@@ -16,6 +16,7 @@ from ..deps import Deps
 from ..messages import Message
 from ..questions import question_of
 from ..tools import NeedsApprovalContext, ServerApprover, Tool, ToolCall
+from .options import LoopOptions
 
 TOKEN_DENIAL_REASON = (
     "Approval token missing, invalid, expired, or bound to another run."
@@ -149,3 +150,19 @@ def sign_requests(
             "approval signing failed — requests go out unsigned", extra={"error": error}
         )
         return requests
+
+
+def signed_requests(
+    calls: Sequence[ToolCall],
+    options: LoopOptions,
+    tools: Mapping[str, Tool],
+    run_id: str | None,
+    deps: Deps,
+) -> tuple[ToolApprovalRequest, ...]:
+    """One request per call, from the loop's agent, signed for ``run_id`` (R5.7)."""
+    return sign_requests(
+        pending_requests(calls, options.agent_path, tools),
+        options.approval_signer,
+        run_id,
+        deps,
+    )

@@ -36,14 +36,21 @@ async def load_turn(
     return step if step is not None and step.basis == basis else None
 
 
-async def latest_for(
-    journal: StepJournal, run_id: str, assistant: Message | None
-) -> JournalStep | None:
-    """The recorded step whose turn is ``assistant`` (the turn a settle answers)."""
+async def settle_recorder(
+    journal: StepJournal,
+    run_id: str,
+    history: tuple[Message, ...],
+    tools: Mapping[str, Tool],
+) -> StepRecorder | None:
+    """The record of the step whose turn a settle answers: the journal's latest, when
+    its turn is the history's trailing assistant message."""
+    assistant = next((m for m in reversed(history) if m.role == "assistant"), None)
     if assistant is None:
         return None
     step: JournalStep | None = await resolve(_method(journal, "latest_step")(run_id))
-    return step if step is not None and step.message == assistant else None
+    if step is None or step.message != assistant:
+        return None
+    return StepRecorder(journal, run_id, step, tools)
 
 
 class StepRecorder:

@@ -13,20 +13,21 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
+from .._awaitable import resolve
 from ..abort import AbortSignal
 from ..approvals import (
     ApprovalSignerLike,
     ToolApprovalResponse,
     coerce_approval_responses,
 )
-from ..deps import Deps
+from ..deps import Deps, Logger
 from ..durable._checkpointer import ResumePoint
 from ..durable.session import DurableSession, SessionStore
 from ..exceptions import InvalidInputError
 from ..messages import Message, coerce_messages
-from ..model import LanguageModel, ToolChoice
+from ..model import LanguageModel, ModelRequest, ToolChoice
 from ..stop import StopCondition
-from ..tools import ServerApprover, Tool, coerce_tools
+from ..tools import ServerApprover, Tool, coerce_tools, tool_definitions
 from ..usage import Usage
 
 
@@ -238,3 +239,41 @@ def input_messages(options: Mapping[str, Any]) -> tuple[Message, ...]:
             raise InvalidInputError("system: expected a string")
         history = (Message("system", system), *history)
     return history
+
+
+async def step_request(
+    options: LoopOptions,
+    step_index: int,
+    history: tuple[Message, ...],
+    usage: Usage,
+    logger: Logger,
+) -> tuple[LanguageModel, ModelRequest, tuple[Message, ...]]:
+    """The model and request of step ``step_index``, and the history it answers:
+    ``prepare_step`` may rewrite the history, and pick tools or model (R3.11)."""
+    model = options.model
+    definitions = tool_definitions(options.tools, None, logger)
+    tool_choice = None
+    if options.prepare_step is not None:
+        info = PrepareStepInfo(step_index=step_index, messages=history, usage=usage)
+        overrides = step_overrides(await resolve(options.prepare_step(info)))
+        if overrides is not None:
+            if overrides.messages is not None:
+                history = coerce_messages(overrides.messages)
+            if overrides.active_tools is not None:
+                definitions = tool_definitions(
+                    options.tools, overrides.active_tools, logger
+                )
+            tool_choice = overrides.tool_choice
+            model = overrides.model or model
+    return (
+        model,
+        ModelRequest(
+            messages=history,
+            tools=definitions,
+            tool_choice=tool_choice,
+            # R2.3: the reference's ``(maxToolConcurrency || 5) > 1``.
+            parallel_tool_calls=(options.max_tool_concurrency or 5) > 1,
+            signal=options.signal,
+        ),
+        history,
+    )
