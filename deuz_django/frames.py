@@ -14,7 +14,7 @@ from typing import Any
 
 from rest_framework import exceptions, serializers
 
-from .api.exceptions import DeuzAPIException, field_errors, translate
+from .api.exceptions import DeuzAPIException, error_item, field_problems, translate
 from .api.parsers import loads
 from .api.serializers import (
     RunIdField,
@@ -94,7 +94,7 @@ def validate(frame_type: str, frame: dict[str, Any]) -> dict[str, Any]:
     ) as error:  # raised by a validator (the core's messages check)
         raise FrameError("invalid_field", str(error.detail)) from None
     detail = serializer.errors
-    first = field_errors(detail)[0]
+    first = error_item(field_problems(detail)[0])
     raise FrameError(_code(detail), f"{first['field']}: {first['message']}") from None
 
 

@@ -70,7 +70,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
             request.headers.get("Last-Event-ID", request.GET.get("lastEventId"))
         )
     except InvalidInputError as error:
-        message = str(error).partition(": ")[2]
+        message = error.problem.message
         return JsonResponse(
             {
                 "detail": f"{source}: {message}.",

@@ -12,6 +12,7 @@ from typing import Any
 
 from rest_framework.exceptions import ValidationError
 
+from ..core.exceptions import Problem
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalNotFound,
@@ -28,7 +29,8 @@ from .exceptions import (
     InvalidRequest,
     InvalidVerdicts,
     VerdictsForbidden,
-    field_errors,
+    error_item,
+    field_problems,
 )
 from .serializers import (
     VerdictBatchSerializer,
@@ -50,13 +52,15 @@ def read_batch(data: Any) -> dict[str, Any]:
         return dict(serializer.validated_data)
     raw = data.get("verdicts")
     errors = []
-    for item in field_errors(serializer.errors):
-        head, _dot, rest = item["field"].partition("].")
-        if head.startswith("verdicts[") and isinstance(raw, list):
-            index = int(head.removeprefix("verdicts[").rstrip("]"))
-            errors.append(_item(index, raw[index], rest or "verdict", item["message"]))
-        else:
-            errors.append(item)
+    for problem in field_problems(serializer.errors):
+        match problem.path:
+            case ("verdicts", int(index), *rest) if isinstance(raw, list):
+                inner = Problem(tuple(rest), problem.message)
+                errors.append(
+                    _item(index, raw[index], inner.field or "verdict", problem.message)
+                )
+            case _:
+                errors.append(error_item(problem))
     raise InvalidVerdicts(_summary(errors), code="invalid", errors=errors)
 
 

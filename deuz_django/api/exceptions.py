@@ -28,7 +28,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..core.exceptions import InvalidInputError
+from ..core.exceptions import InvalidInputError, Problem
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalNotFound,
@@ -97,47 +97,44 @@ def too_large() -> PayloadTooLarge:
     )
 
 
-def field_errors(detail: Any, path: str = "") -> list[ErrorItem]:
-    """DRF's nested validation detail as a flat list of ``{"field", "message"}`` items.
+def field_problems(detail: Any, path: tuple[str | int, ...] = ()) -> list[Problem]:
+    """DRF's nested validation detail as a flat list of problems.
 
-    ``{"verdicts": {1: {"approved": ["..."]}}}`` → ``field="verdicts[1].approved"``.
+    ``{"verdicts": {1: {"approved": ["..."]}}}`` → ``Problem(("verdicts", 1,
+    "approved"), "...")``.
     """
     if isinstance(detail, Mapping):
-        items: list[ErrorItem] = []
+        problems: list[Problem] = []
         for key, value in detail.items():
-            if isinstance(key, int):
-                child = f"{path}[{key}]"
-            elif key == "non_field_errors":
-                child = path
-            else:
-                child = f"{path}.{key}" if path else str(key)
-            items.extend(field_errors(value, child))
-        return items
+            step: tuple[str | int, ...] = () if key == "non_field_errors" else (key,)
+            problems.extend(field_problems(value, path + step))
+        return problems
     if isinstance(detail, list):
         if all(isinstance(item, str) for item in detail):
-            return [{"field": path or "body", "message": str(m)} for m in detail]
-        items = []
+            return [Problem(path, str(message)) for message in detail]
+        problems = []
         for index, value in enumerate(detail):
             if value:
-                items.extend(field_errors(value, f"{path}[{index}]"))
-        return items
-    return [{"field": path or "body", "message": str(detail)}]
+                problems.extend(field_problems(value, (*path, index)))
+        return problems
+    return [Problem(path, str(detail))]
+
+
+def error_item(problem: Problem) -> ErrorItem:
+    """A problem as an item of an error body's ``errors``."""
+    return {"field": problem.field or "body", "message": problem.message}
 
 
 def invalid_input(error: InvalidInputError) -> InvalidRequest:
-    """The core names the bad field first (``messages[0].role: expected ...``)."""
-    field, _sep, message = str(error).partition(": ")
-    if not message:
-        field, message = "body", field
-    return InvalidRequest(
-        f"{field}: {message}", errors=[{"field": field, "message": message}]
-    )
+    """The core's refusal, naming the bad field (``messages[0].role: expected ...``)."""
+    item = error_item(error.problem)
+    return InvalidRequest(f"{item['field']}: {item['message']}", errors=[item])
 
 
 def translate(exc: Exception) -> Exception:
     """A service error as the API exception it answers with (others pass through)."""
     if isinstance(exc, exceptions.ValidationError):
-        errors = field_errors(exc.detail)
+        errors = [error_item(p) for p in field_problems(exc.detail)]
         first = errors[0] if errors else {"field": "body", "message": "invalid"}
         return InvalidRequest(f"{first['field']}: {first['message']}", errors=errors)
     if isinstance(exc, exceptions.ParseError):

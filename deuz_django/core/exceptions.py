@@ -24,6 +24,46 @@ Approval is data (``pending_approvals`` on a result), never an exception.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
+# One step of a field path: a name (``.role``) or an index (``[0]``).
+_STEP = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(\d+)\]")
+# The path every message of the form "messages[0].role: expected ..." starts with.
+_PATH = re.compile(r"(?:[A-Za-z_][\w-]*|\[\d+\])(?:\.[A-Za-z_][\w-]*|\[\d+\])*")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What is wrong with one piece of input, and where: ``path`` names it step by step
+    (``("messages", 0, "role")``; ``()`` for the input as a whole), ``message`` says
+    what is wrong. Every surface reports validation failures as problems — an API
+    error item, an error frame — so none of them parses text."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    @property
+    def field(self) -> str:
+        """The path as the API spells it: ``messages[0].role`` (``""``: none)."""
+        text = ""
+        for step in self.path:
+            text += (
+                f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+            )
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.path else self.message
+
+    @classmethod
+    def at(cls, field: str, message: str) -> Problem:
+        """The problem at the field path ``field`` (``messages[0].role``)."""
+        path: list[str | int] = []
+        for name, index in _STEP.findall(field):
+            path.append(int(index) if index else name)
+        return cls(tuple(path), message)
+
 
 class DeuzError(Exception):
     """Base class of every error the runtime raises deliberately."""
@@ -32,9 +72,18 @@ class DeuzError(Exception):
 
 
 class InvalidInputError(DeuzError, ValueError):
-    """Input (a message dict, a part, an option) is not of the documented shape."""
+    """Input (a message dict, a part, an option) is not of the documented shape; its
+    :attr:`problem` says where and what. Raised with the text ``"<field path>:
+    <what is wrong>"`` (``InvalidInputError("messages[0].role: expected a string")``)
+    the path is read from it once, here."""
 
     code = "invalid_input"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        head, separator, rest = message.partition(": ")
+        at_field = separator and _PATH.fullmatch(head) is not None
+        self.problem = Problem.at(head, rest) if at_field else Problem((), message)
 
 
 class ModelError(DeuzError):

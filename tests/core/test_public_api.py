@@ -8,6 +8,7 @@ import deuz_django.core
 import deuz_django.core.durable
 
 CORE = {
+    "Problem",
     "EMPTY_USAGE",
     "AbortController",
     "AbortSignal",
