@@ -28,7 +28,7 @@ from tests.api.support import approve, client, verdicts_url
 from . import agents
 from .admin_support import decide_url, messages_of
 from .notify_support import notifying
-from .run_support import approval, background_leg, suspended
+from .run_support import approval, background_leg, ready_to_resume, suspended
 
 pytestmark = background_leg
 
@@ -55,12 +55,14 @@ def inside_tool(monkeypatch: pytest.MonkeyPatch) -> Iterator[InsideTool]:
     hook.released.set()  # a failed test leaves no leg in the tool
 
 
-def admin_approve(owner: User, run: Run) -> Any:
-    """Approve in the admin: the run page's button, confirmed."""
+def admin_approve(owner: User, run: Run, *, follow: bool = False) -> Any:
+    """Approve in the admin: the run page's button, confirmed (by a superuser)."""
     admin = Client()
     admin.force_login(User.objects.create_superuser("root", password="pw"))
     return admin.post(
-        decide_url(approval(run, "hold")), {"verdict": "approve", "post": "yes"}
+        decide_url(approval(run, "hold")),
+        {"verdict": "approve", "post": "yes"},
+        follow=follow,
     )
 
 
@@ -108,30 +110,12 @@ def test_a_verdicts_request_returns_while_the_leg_it_resumed_is_inside_a_tool(
     assert effects() == ["hold:once"]
 
 
-def approved(owner: User) -> Run:
-    """A ``held`` run whose one call ``owner`` approved: ready for its next leg."""
-    run = suspended("held", owner=owner)
-    services.decide_approval(approval(run, "hold"), user=owner, approved=True)
-    return run
-
-
-def admin_page(run: Run) -> Any:
-    """Approve in the admin and follow the redirect back to the run page."""
-    admin = Client()
-    admin.force_login(User.objects.create_superuser("root", password="pw"))
-    return admin.post(
-        decide_url(approval(run, "hold")),
-        {"verdict": "approve", "post": "yes"},
-        follow=True,
-    )
-
-
 def test_the_admin_says_the_run_resumed_in_the_background(
     ann: User, inside_tool: InsideTool
 ) -> None:
     run = suspended("held", owner=ann)
 
-    page = admin_page(run)
+    page = admin_approve(ann, run, follow=True)
 
     assert messages_of(page) == [
         f"Approved hold (h1) on run {run.run_id}.",
@@ -147,7 +131,7 @@ def test_a_stopping_server_takes_no_leg_gives_the_claim_back_and_says_so(
     run = suspended("held", owner=ann)
     monkeypatch.setattr(draining, "stopping", lambda: True)
 
-    page = admin_page(run)
+    page = admin_approve(ann, run, follow=True)
 
     assert messages_of(page)[-1] == (
         f"This server is shutting down; run {run.run_id} continues once a server "
@@ -162,7 +146,7 @@ def test_a_stopping_server_takes_no_leg_gives_the_claim_back_and_says_so(
 def test_a_leg_handed_to_a_thread_is_known_to_the_shutdown_drain(
     ann: User, inside_tool: InsideTool
 ) -> None:
-    run = approved(ann)
+    run = ready_to_resume(ann)
     assert draining.running_legs() == 0
 
     services.continue_run(run.run_id, in_process=False)
@@ -179,7 +163,7 @@ async def test_a_sync_call_from_an_event_loop_hands_the_leg_to_that_loop(
 ) -> None:
     """As a sync view under daphne: its thread's loop is the server's, which runs the
     leg beside the readers that follow the run (no thread of its own)."""
-    run = await sync_to_async(approved)(ann)
+    run = await sync_to_async(ready_to_resume)(ann)
 
     resumed = await sync_to_async(services.continue_run)(run.run_id, in_process=False)
 
