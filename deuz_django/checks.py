@@ -8,6 +8,9 @@ deuz_django.E004  the ASGI application routes the deuz consumer but no CHANNEL_L
 deuz_django.E005  the default task backend cannot run the resume task
 deuz_django.E006  a PostgreSQL database is reached through psycopg2: the checkpoint save
                   needs psycopg 3
+deuz_django.W007  (``--deploy``) the task backend runs tasks where they are queued (the
+                  immediate backend): legs run in the web server's processes, not a
+                  worker's
 deuz_django.E020  DEUZ["NOTIFIERS"] is not a list, or an entry has no importable BACKEND
 deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL, ...)
 deuz_django.E022  a webhook notifier's SECRET is missing or not a Standard Webhooks secret
@@ -165,6 +168,33 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     return []
 
 
+def check_legs_run_by_workers(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """A deploy check: with the immediate backend no request waits for a leg (it is
+    handed to the server's event loop or a thread:
+    :func:`~deuz_django.continuation.hand_off`), but legs share the web server's
+    processes, and end with them."""
+    from django.tasks.exceptions import InvalidTaskBackend
+
+    from .tasks import runs_in_caller
+
+    try:
+        if not runs_in_caller():
+            return []
+    except InvalidTaskBackend:  # deuz_django.E005 says why
+        return []
+    return [
+        Warning(
+            "The default task backend runs tasks where they are queued: agent legs run "
+            "in the web server's processes, beside its requests, instead of in a task "
+            "worker.",
+            hint="Use a worker backend in production, e.g. "
+            "django_tasks_db.DatabaseBackend with 'manage.py db_worker' (the README's "
+            "'Task workers: which backend when').",
+            id="deuz_django.W007",
+        )
+    ]
+
+
 def check_database_driver(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from django.db import connections
 
@@ -281,3 +311,5 @@ ALL = (
     check_notifiers,
     check_deadlines,
 )
+# Run by ``manage.py check --deploy`` only.
+DEPLOY = (check_legs_run_by_workers,)

@@ -92,8 +92,9 @@ def drain(grace_seconds: float) -> None:
 
 def install() -> None:
     """Handle SIGTERM in this process, before its previous handler. Called where legs
-    start in the main thread (a server's loop, a worker's task), because servers install
-    their own handler when they start, after Django's setup; a no-op elsewhere."""
+    start in the main thread (a server's loop, a worker's task, a sync caller handing a
+    leg to a thread), because servers install their own handler when they start, after
+    Django's setup; a no-op elsewhere."""
     if threading.current_thread() is not threading.main_thread():
         return
     previous = signal.getsignal(signal.SIGTERM)

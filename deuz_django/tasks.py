@@ -2,11 +2,16 @@
 
 Which process runs a queued leg is the ``TASKS`` setting's business, never this module's:
 
-- development and tests: ``django.tasks.backends.immediate.ImmediateBackend`` runs the leg
-  at once, inside the request that queued it;
 - production: a worker backend — django-tasks-db (``manage.py db_worker``),
   django-tasks-rq (``manage.py rqworker``) or django-tasks-celery (``celery worker``);
-  the README's "Task workers" says how to set each up and which to choose.
+  the README's "Task workers" says how to set each up and which to choose;
+- development and tests: ``django.tasks.backends.immediate.ImmediateBackend``, which runs
+  a task inside the call that queues it. No request may wait for a leg, so a
+  continuation does not queue one there (:func:`runs_in_caller`) but hands it to this
+  process's event loop or a thread (:func:`deuz_django.continuation.hand_off`);
+  ``deuz_django.W007`` (a deploy check) says that legs then run in the web server's
+  processes. A sweep that finds no event loop still queues its legs, so runs them in the
+  sweeper's own thread.
 
 Every queued leg was claimed first (:mod:`deuz_django.continuation`): the task takes the
 claim's lease over. A claim that lapsed and was taken over meanwhile is left to its new
@@ -19,6 +24,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.tasks import task
+from django.tasks.backends.immediate import ImmediateBackend
 
 from . import draining, leases
 from .claims import run_legs
@@ -52,3 +58,9 @@ def enqueue_claimed_leg(lease: Lease) -> Any:
     except BaseException:
         leases.release(lease)
         raise
+
+
+def runs_in_caller() -> bool:
+    """Whether the resume task's backend runs a task inside the call that queues it (the
+    immediate backend: ``enqueue`` returns once the task ended) instead of in a worker."""
+    return isinstance(run_claimed_leg_task.get_backend(), ImmediateBackend)

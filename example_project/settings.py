@@ -5,7 +5,8 @@ REDIS_URL      redis://host:port/0 — use channels_redis instead of the in-memo
 DEUZ_TASKS     where legs run: "db" (django-tasks-db, ``manage.py db_worker``), "rq"
                (django-tasks-rq on REDIS_URL, ``manage.py rqworker``) or "celery"
                (django-tasks-celery on CELERY_BROKER_URL, ``celery -A example_project
-               worker``); in the request otherwise (the immediate backend)
+               worker``); otherwise the immediate backend, and the server runs legs
+               itself, beside its requests (never inside one)
 CELERY_BROKER_URL  the Celery broker (default: RabbitMQ, amqp://guest:guest@127.0.0.1//)
 DEUZ_STREAM_STORE  "redis" — keep stream journals in Redis (REDIS_URL) instead of the DB
 DEUZ_LEASE_SECONDS how long a leg's lease lasts without renewal (default 30)

@@ -16,7 +16,6 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
-from django.tasks import TaskResultStatus
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -26,6 +25,7 @@ from ..exceptions import (
     ApprovalNotFound,
     InvalidVerdict,
     NotPermitted,
+    ProcessStopping,
     RunBusy,
     RunNotResumable,
 )
@@ -320,7 +320,13 @@ def resume_and_report(request: HttpRequest, run: Run) -> None:
 def _resume(run: Run) -> tuple[int, str]:
     params = {"run": run.run_id}
     try:
-        continuation = services.continue_run(run.run_id, in_process=False)
+        services.continue_run(run.run_id, in_process=False)
+    except ProcessStopping:
+        text = _(
+            "This server is shutting down; run %(run)s continues once a server or "
+            "worker picks it up."
+        )
+        return messages.WARNING, text % params
     except RunBusy:
         text = _("Run %(run)s is busy; it will continue when the current leg ends.")
         return messages.WARNING, text % params
@@ -330,26 +336,6 @@ def _resume(run: Run) -> tuple[int, str]:
             return messages.INFO, ALREADY_COMPLETED % params
         text = _("Run %(run)s was not resumed: %(detail)s")
         return messages.WARNING, text % {**params, "detail": error}
-    result = continuation.task
-    if not result.is_finished:  # a worker backend will run it
-        return messages.SUCCESS, _("Run %(run)s resumed in the background.") % params
-    if result.status == TaskResultStatus.FAILED:
-        text = _("Run %(run)s: the background resume failed; see the task's logs.")
-        return messages.ERROR, text % params
-    outcome = continuation.outcome
-    if outcome is None:  # the claim lapsed and another leg took the run over
-        text = _("Run %(run)s is busy; it will continue when the current leg ends.")
-        return messages.WARNING, text % params
-    if outcome.error:
-        text = _("Run %(run)s resumed in the background, but the leg failed: %(error)s")
-        return messages.ERROR, text % {**params, "error": outcome.error}
-    if outcome.status == RunStatus.SUSPENDED:
-        count = outcome.pending_approvals
-        text = ngettext(
-            "Run %(run)s resumed in the background and now waits for %(count)d approval.",
-            "Run %(run)s resumed in the background and now waits for %(count)d approvals.",
-            count,
-        )
-        return messages.SUCCESS, text % {**params, "count": count}
-    text = _("Run %(run)s resumed in the background; it is now %(status)s.")
-    return messages.SUCCESS, text % {**params, "status": outcome.status}
+    # Queued for a worker, or handed to this server's event loop or a thread of it:
+    # never run inside this request (deuz_django.continuation.hand_off).
+    return messages.SUCCESS, _("Run %(run)s resumed in the background.") % params

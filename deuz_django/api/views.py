@@ -19,7 +19,7 @@ from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..exceptions import RunBusy, RunNotResumable
+from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
 from ..models import (
     Approval,
     ApprovalStatus,
@@ -219,32 +219,36 @@ class RunVerdictsView(DeuzAPIView):
             many=True,
             context=self.get_serializer_context(),
         ).data
-        ready = decisions[-1].run_ready
-        if ready and batch["resume"] and self._continue(run):
-            return self.link(
-                run, "Verdicts recorded; the run resumes.", queued=True, decided=decided
-            )
-        if ready and batch["resume"]:
-            waiting = "another request is resuming the run"
-        elif ready:
+        if not decisions[-1].run_ready:
+            waiting = "the run still waits for its other approvals"
+        elif not batch["resume"]:
             waiting = "resume the run to continue"
         else:
-            waiting = "the run still waits for its other approvals"
+            waiting = self._continue(run)
+            if waiting is None:
+                return self.link(
+                    run,
+                    "Verdicts recorded; the run resumes.",
+                    queued=True,
+                    decided=decided,
+                )
         return self.link(
             run, f"Verdicts recorded; {waiting}.", queued=False, decided=decided
         )
 
-    def _continue(self, run: Run) -> bool:
-        """Queue the run's next leg unless another resumer has the run already.
+    def _continue(self, run: Run) -> str | None:
+        """Continue the run in the background; why not, when it was not continued.
 
         The verdicts are what continue it, not the deciders' resume permission: the
         claim is the system's, as after a decision in the admin.
         """
         try:
             continue_run(run.run_id, in_process=False)
+        except ProcessStopping:
+            return "this server is shutting down; a server or worker continues the run"
         except (RunBusy, RunNotResumable):
-            return False
-        return True
+            return "another request is resuming the run"
+        return None
 
 
 class RunResumeView(DeuzAPIView):

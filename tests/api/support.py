@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from deuz_django.conf import deuz_settings
 from deuz_django.core.durable import create_approval_signer
 from deuz_django.models import Approval, Run
-from deuz_django.services import continue_run, start_run
+from deuz_django.services import resume_run, start_run
 
 API = "/api/deuz"
 
@@ -39,7 +39,7 @@ def started(owner: Any, agent: str = "gated", **options: Any) -> Run:
         owner=owner,
         **options,
     )
-    continue_run(run.run_id, in_process=False)
+    resume_run(run.run_id)
     run.refresh_from_db()
     return run
 

@@ -39,11 +39,11 @@ def fuzzer_token(site: LiveSite) -> str:
             f"""
             from django.contrib.auth.models import User
             from rest_framework.authtoken.models import Token
-            from deuz_django.services import continue_run, start_run
+            from deuz_django.services import resume_run, start_run
             user = User.objects.create_superuser("fuzzer", password="pw")
             messages = [{{"role": "user", "content": "Refund A-1 and tell Ann."}}]
             start_run(agent="gated", messages=messages, owner=user, run_id={FUZZ_RUN!r})
-            continue_run({FUZZ_RUN!r}, in_process=False)
+            resume_run({FUZZ_RUN!r})
             print(json.dumps(Token.objects.create(user=user).key))
             """
         )

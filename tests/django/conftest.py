@@ -10,6 +10,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from django.db import connections
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
@@ -24,6 +25,17 @@ def close_sync_thread_connections(django_db_setup: Any) -> Iterator[None]:
     database is dropped (PostgreSQL refuses to drop a database in use)."""
     yield
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def handed_off_legs_end_with_their_test() -> Iterator[None]:
+    """A request's leg runs in the background (``continuation.hand_off``: with the
+    immediate backend a thread of its own, or the running event loop), on database
+    connections of its own. A test that looks at what the leg did calls
+    ``join_handed_off()`` first, and is ``transaction=True``: the leg cannot see rows
+    of a test's transaction. None outlives its test."""
+    yield
+    join_handed_off(timeout=60)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from channels.testing import WebsocketCommunicator
 from django.db.models import F
 from django.utils import timezone
@@ -16,6 +17,11 @@ from deuz_django.step_journal import DjangoStepJournal
 from deuz_django.store import DjangoSessionStore, decode_message
 
 PROMPT = [{"role": "user", "content": "Refund order A-1 and email Ann."}]
+
+# For a test that looks at what a leg a request resumed did: the leg runs in the
+# background (``continuation.hand_off``) on connections of its own, so the test commits
+# what it sets up, and waits for the leg with ``continuation.join_handed_off()``.
+background_leg = pytest.mark.django_db(transaction=True)
 
 
 def suspended(agent: str = "gated", owner: Any = None) -> Run:

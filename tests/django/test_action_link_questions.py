@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from deuz_django import action_links
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run
 
 from .notify_support import notifying
@@ -85,6 +86,7 @@ def test_answering_on_the_page_records_the_answer_and_the_run_goes_on(
         "store credit",
         ann,
     )
+    join_handed_off()
     assert tool_results(asked)["q1"] == ("store credit", False)
     after = client.get(path).content.decode()
     assert "This call was decided already" in after
@@ -119,6 +121,7 @@ def test_declining_on_the_page_tells_the_model(asked: Run, ann: User) -> None:
     browser(ann).post(
         link_path(question(asked)), {"verdict": "deny", "reason": "Ask someone else."}
     )
+    join_handed_off()
     assert question(asked).status == ApprovalStatus.DENIED
     assert tool_results(asked)["q1"] == (
         "Tool call denied. Reason: Ask someone else.",

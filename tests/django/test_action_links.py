@@ -17,11 +17,12 @@ from django.test import Client
 from django.urls import reverse
 
 from deuz_django import action_links
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, Run
 
 from .agents import TOOL_PERMISSION
 from .notify_support import notifying
-from .run_support import age, approval, in_doubt, suspended
+from .run_support import age, approval, background_leg, in_doubt, suspended
 
 pytestmark = pytest.mark.django_db
 
@@ -186,6 +187,7 @@ def test_the_owner_who_may_only_deny_is_offered_deny_and_denies(
     )
 
 
+@background_leg
 def test_confirming_decides_and_the_last_verdict_resumes_the_run(
     run: Run, ann: User, boss: User
 ) -> None:
@@ -201,6 +203,7 @@ def test_confirming_decides_and_the_last_verdict_resumes_the_run(
         follow=True,
     )
     assert status_of(approval(run, "send_email")) == ("approved", ann)
+    join_handed_off()
     run.refresh_from_db()
     assert run.status == "completed"
     text = done.content.decode()

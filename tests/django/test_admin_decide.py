@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from deuz_django import leases
 from deuz_django.admin.display import exact_time
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run, RunStatus
 
 from .admin_support import (
@@ -28,6 +29,7 @@ from .admin_support import (
     suspended_run,
 )
 from .agents import TOOL_PERMISSION
+from .run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]
@@ -80,6 +82,7 @@ def statuses(run: Run) -> dict[str, str]:
     return dict(run.approvals.values_list("tool_name", "status"))
 
 
+@background_leg
 def test_superuser_approves_both_calls_and_the_run_completes(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -96,8 +99,9 @@ def test_superuser_approves_both_calls_and_the_run_completes(
     second = post(client, approval(run, "send_email"), "approve")
     assert messages_of(second) == [
         f"Approved send_email (e1) on run {run.run_id}.",
-        f"Run {run.run_id} resumed in the background; it is now completed.",
+        f"Run {run.run_id} resumed in the background.",
     ]
+    join_handed_off()
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert sorted(effects()) == ["refund:A-1", "send_email:ann@example.com"]
@@ -151,6 +155,7 @@ def test_staff_lacking_the_tools_permission_may_decide_only_the_other_calls(
     assert statuses(run) == {"refund": "pending", "send_email": "approved"}
 
 
+@background_leg
 def test_the_owner_may_not_approve_their_own_refund_but_may_deny_it(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -168,9 +173,9 @@ def test_the_owner_may_not_approve_their_own_refund_but_may_deny_it(
     post(client, approval(run, "send_email"), "approve")  # owners approve their email
     denied = post(client, approval(run, "refund"), "deny", "Not without finance.")
 
-    assert messages_of(denied)[-1] == (
-        f"Run {run.run_id} resumed in the background; it is now completed."
-    )
+    assert messages_of(denied)[-1] == f"Run {run.run_id} resumed in the background."
+    join_handed_off()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
     assert statuses(run) == {"refund": "denied", "send_email": "approved"}
     assert effects() == ["send_email:ann@example.com"]
 
@@ -191,6 +196,7 @@ def test_a_crafted_post_for_a_run_the_user_may_not_see_is_not_found(
     assert statuses(run) == {"refund": "pending", "send_email": "pending"}
 
 
+@background_leg
 def test_a_double_submission_is_reported_as_already_decided_and_runs_once(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -201,6 +207,7 @@ def test_a_double_submission_is_reported_as_already_decided_and_runs_once(
     post(client, email, "approve")
 
     again = post(client, email, "approve")
+    join_handed_off()
 
     decided_at = approval(run, "send_email").decided_at
     assert decided_at is not None
@@ -211,6 +218,7 @@ def test_a_double_submission_is_reported_as_already_decided_and_runs_once(
     assert sorted(effects()) == ["refund:A-1", "send_email:ann@example.com"]
 
 
+@background_leg
 @override_settings(DEUZ={**settings.DEUZ, "APPROVAL_MAX_AGE": 60})
 def test_approving_an_expired_approval_records_it_as_expired(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
@@ -232,6 +240,8 @@ def test_approving_an_expired_approval_records_it_as_expired(
         ApprovalStatus.EXPIRED,
         "Approval expired.",
     )
+    join_handed_off()  # the run went on without the call
+    assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
     assert effects() == []
 
 
@@ -253,6 +263,7 @@ def test_a_busy_run_is_reported_busy_and_not_resumed(
     assert effects() == []
 
 
+@background_leg
 def test_deciding_a_stale_row_of_a_completed_run_reports_it_completed(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -260,6 +271,7 @@ def test_deciding_a_stale_row_of_a_completed_run_reports_it_completed(
     client.force_login(make_user("fin", *APPROVER, staff=True))
     post(client, approval(run, "refund"), "deny")
     post(client, approval(run, "send_email"), "deny")
+    join_handed_off()  # the run completed
     stale = Approval.objects.create(
         run=run,
         approval_id="old",

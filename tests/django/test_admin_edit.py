@@ -12,10 +12,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run
 
 from .admin_support import DECIDER, approval, decide_url, messages_of, run_url
-from .run_support import suspended
+from .run_support import background_leg, suspended
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]
@@ -57,6 +58,7 @@ def test_the_editor_is_offered_for_an_editable_call_to_who_may_edit(
     assert 'name="edited_input"' not in client.get(run_url(run)).content.decode()
 
 
+@background_leg
 def test_an_edit_is_confirmed_with_its_difference_then_recorded_and_run(
     client: Client, run: Run, fin: User, effects: Callable[[], list[str]]
 ) -> None:
@@ -80,6 +82,7 @@ def test_an_edit_is_confirmed_with_its_difference_then_recorded_and_run(
         fin,
     )
     post(client, approval(run, "send_email"), post="yes")
+    join_handed_off()
     assert "pay:ann:20.0" in effects()
 
     history = client.get(run_url(run)).content.decode()

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import ApprovalStatus, RunCall, RunStatus
 
 from .admin_support import (
@@ -23,7 +24,7 @@ from .admin_support import (
     run_url,
     suspended_run,
 )
-from .run_support import in_doubt, tool_results
+from .run_support import background_leg, in_doubt, tool_results
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]
@@ -40,12 +41,15 @@ def ann(make_user: MakeUser) -> User:
 
 
 def answer(client: Client, run: Any, verdict: str, **fields: str) -> Any:
-    """Press one of the three answers, confirm, and follow back to the run page."""
-    return client.post(
+    """Press one of the three answers, confirm, and follow back to the run page; then
+    wait for the leg the answer resumed."""
+    response = client.post(
         decide_url(approval(run, "slow")),
         {"verdict": verdict, "post": "yes", **fields},
         follow=True,
     )
+    join_handed_off()
+    return response
 
 
 def unfinished_calls(run: Any) -> int:
@@ -71,6 +75,7 @@ def test_the_run_page_asks_whether_the_call_happened_and_offers_three_answers(
     assert ">Deny<" not in html
 
 
+@background_leg
 def test_it_happened_asks_for_confirmation_then_records_the_result_without_running(
     client: Client, ann: User, effects: Callable[[], list[str]]
 ) -> None:
@@ -100,8 +105,10 @@ def test_it_happened_asks_for_confirmation_then_records_the_result_without_runni
 
     assert messages_of(done) == [
         f"Recorded the result of slow (s1) on run {run.run_id}: it happened.",
-        f"Run {run.run_id} resumed in the background; it is now completed.",
+        f"Run {run.run_id} resumed in the background.",
     ]
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
     assert tool_results(run)["s1"] == ("slow 1 done (checked by hand)", False)
     assert "slow:1:start" not in effects()
     settled = approval(run, "slow")
@@ -112,6 +119,7 @@ def test_it_happened_asks_for_confirmation_then_records_the_result_without_runni
     )
 
 
+@background_leg
 def test_it_happened_with_is_error_records_the_result_as_the_calls_error(
     client: Client, ann: User, effects: Callable[[], list[str]]
 ) -> None:
@@ -131,6 +139,7 @@ def test_it_happened_with_is_error_records_the_result_as_the_calls_error(
     assert "slow:1:start" not in effects()
 
 
+@background_leg
 def test_run_it_again_runs_the_call_once_more(
     client: Client, ann: User, effects: Callable[[], list[str]]
 ) -> None:
@@ -148,6 +157,7 @@ def test_run_it_again_runs_the_call_once_more(
     assert tool_results(run)["s1"] == ("slow 1 done", False)
 
 
+@background_leg
 def test_mark_it_failed_answers_the_call_with_an_error(
     client: Client, ann: User, effects: Callable[[], list[str]]
 ) -> None:

@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run
 
 from .admin_support import DECIDER, QUEUE, decide_url, messages_of, run_url
@@ -87,6 +88,7 @@ def test_an_answer_is_confirmed_then_recorded_and_the_run_goes_on_with_it(
         "card",
         ann,
     )
+    join_handed_off()
     assert tool_results(asked)["q1"] == ("card", False)
     history = client.get(
         reverse("admin:deuz_django_approval_change", args=[row.pk])
@@ -147,11 +149,13 @@ def test_a_schema_question_gets_a_json_box_showing_the_schema(
     assert "The answer must match this JSON schema:" in html
     done = post(client, question(run), answer='{"amount": 7}', post="yes")
     assert messages_of(done)[0] == f"Answered ask_human (q1) on run {run.run_id}."
+    join_handed_off()
     assert tool_results(run)["q1"] == ({"amount": 7}, False)
 
 
 def test_declining_a_question_tells_the_model(client: Client, asked: Run) -> None:
     post(client, question(asked), verdict="deny", answer="card", post="yes")
+    join_handed_off()
     assert question(asked).status == ApprovalStatus.DENIED
     assert tool_results(asked)["q1"] == ("Tool call denied.", True)
 
@@ -168,4 +172,5 @@ def test_a_client_tools_result_is_recorded_from_the_run_page_as_json(
         "Nothing was recorded: Answer: enter it as JSON (text in double quotes)."
     ]
     post(client, call, answer='{"colour": "blue"}', post="yes")
+    join_handed_off()
     assert tool_results(run)["c1"] == ({"colour": "blue"}, False)

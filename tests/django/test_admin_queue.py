@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
 
 from .admin_support import (
@@ -30,6 +31,7 @@ from .admin_support import (
     suspended_run,
 )
 from .agents import TOOL_PERMISSION
+from .run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]
@@ -222,6 +224,7 @@ def test_an_action_first_confirms_exactly_what_will_be_decided(
     assert {a.status for a in Approval.objects.filter(run=run)} == {"pending"}
 
 
+@background_leg
 def test_confirming_records_who_when_and_why_and_resumes_the_run(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -237,7 +240,7 @@ def test_confirming_records_who_when_and_why_and_resumes_the_run(
     assert messages_of(response) == [
         f"Approved 2 calls: refund (r1) on run {run.run_id}, "
         f"send_email (e1) on run {run.run_id}.",
-        f"Run {run.run_id} resumed in the background; it is now completed.",
+        f"Run {run.run_id} resumed in the background.",
     ]
     for row in Approval.objects.filter(run=run):
         assert (row.status, row.decided_by, row.reason) == (
@@ -246,11 +249,13 @@ def test_confirming_records_who_when_and_why_and_resumes_the_run(
             "Verified by phone.",
         )
         assert row.decided_at is not None
+    join_handed_off()
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert sorted(effects()) == ["refund:A-1", "send_email:ann@example.com"]
 
 
+@background_leg
 def test_denying_records_the_reason_and_the_run_completes_without_the_calls(
     client: Client, make_user: MakeUser, effects: Callable[[], list[str]]
 ) -> None:
@@ -265,12 +270,13 @@ def test_denying_records_the_reason_and_the_run_completes_without_the_calls(
         reason="Duplicate request.",
     )
 
-    assert messages_of(response)[-1] == (
-        f"Run {run.run_id} resumed in the background; it is now completed."
-    )
+    assert messages_of(response)[-1] == f"Run {run.run_id} resumed in the background."
     assert set(Approval.objects.filter(run=run).values_list("status", "reason")) == {
         ("denied", "Duplicate request.")
     }
+    join_handed_off()
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
     assert effects() == []
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 
 from deuz_django import services
+from deuz_django.continuation import join_handed_off
 from deuz_django.core import Deps
 from deuz_django.core.testing import FunctionModel, reply
 from deuz_django.core.usage import Usage
@@ -32,6 +33,7 @@ from .admin_support import (
     suspended_run,
 )
 from .agents import TOOL_PERMISSION
+from .run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]
@@ -211,6 +213,7 @@ def test_a_very_long_result_is_folded_to_its_first_lines_on_the_run_page(
     assert page.count('<div class="deuz-fold">') == 1  # the inputs are short enough
 
 
+@background_leg
 def test_the_run_page_shows_tool_errors_and_the_last_error(
     client: Client, make_user: MakeUser
 ) -> None:
@@ -223,6 +226,7 @@ def test_the_run_page_shows_tool_errors_and_the_last_error(
     client.post(
         decide_url(approval(run, "send_email")), {"verdict": "deny", "post": "yes"}
     )
+    join_handed_off()
     Run.objects.filter(pk=run.pk).update(last_error="model timed out")
 
     page = text(client.get(run_url(run)))

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from deuz_django import leases
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Run
 from tests.api.support import (
     API,
@@ -20,6 +21,8 @@ from tests.api.support import (
     started,
     verdicts_url,
 )
+
+from .run_support import background_leg
 
 MakeUser = Callable[..., User]
 
@@ -45,7 +48,7 @@ RESUMERS = {
 }
 
 
-@pytest.mark.django_db
+@background_leg
 @pytest.mark.parametrize("who", RESUMERS)
 def test_who_may_resume(make_user: MakeUser, run: Run, who: str) -> None:
     perms, staff, expected = RESUMERS[who]
@@ -53,6 +56,7 @@ def test_who_may_resume(make_user: MakeUser, run: Run, who: str) -> None:
         make_user("someone", *perms, staff=staff), run, {"denyRemaining": True}
     )
     assert response.status_code == expected
+    join_handed_off()
     run.refresh_from_db()
     assert run.status == ("completed" if expected == 202 else "suspended")
 
@@ -62,7 +66,7 @@ def test_anonymous_resume_is_rejected(run: Run) -> None:
     assert resume(None, run, {"denyRemaining": True}).status_code == 401
 
 
-@pytest.mark.django_db
+@background_leg
 def test_an_accepted_resume_answers_202_with_the_runs_status_url(
     ann: User, run: Run, effects: Callable[[], list[str]]
 ) -> None:
@@ -78,6 +82,7 @@ def test_an_accepted_resume_answers_202_with_the_runs_status_url(
     assert response["Location"] == url
     assert statuses(run) == {"r1": "denied", "e1": "denied"}
     assert set(run.approvals.values_list("decided_by__username", flat=True)) == {"ann"}
+    join_handed_off()
     assert effects() == []
     assert client(ann).get(url).json()["status"] == "completed"
 
@@ -116,7 +121,7 @@ def test_a_busy_run_is_a_conflict_with_a_clear_message(ann: User, run: Run) -> N
     assert statuses(run) == {"r1": "pending", "e1": "pending"}
 
 
-@pytest.mark.django_db
+@background_leg
 def test_a_decided_run_resumes_and_runs_its_approved_call(
     ann: User, effects: Callable[[], list[str]]
 ) -> None:
@@ -125,6 +130,7 @@ def test_a_decided_run_resumes_and_runs_its_approved_call(
     assert client(ann).post(verdicts_url(run), body, format="json").status_code == 200
     assert effects() == []
     assert resume(ann, run).status_code == 202
+    join_handed_off()
     assert effects() == ["hold:once"]
 
 
@@ -165,6 +171,7 @@ def test_concurrent_resumes_of_one_run_get_exactly_one_202(
         thread.start()
     for thread in threads:
         thread.join()
+    join_handed_off()
     assert sorted(codes) == [202] + [409] * (racers - 1), details
     assert effects() == ["hold:once"]
     run.refresh_from_db()

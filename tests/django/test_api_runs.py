@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.core.durable.codec import encode_json
 from deuz_django.models import Run, RunMessage
 from deuz_django.store import digest
 from tests.api.support import API, client, started
+
+from .run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 
@@ -181,7 +184,8 @@ def test_the_approval_list_filters_by_run_tool_and_status(ann: User, run: Run) -
 # -- starting runs -------------------------------------------------------------------------
 
 
-def test_a_signed_in_user_starts_a_run_and_its_first_leg_runs_in_the_task(
+@background_leg
+def test_a_signed_in_user_starts_a_run_and_its_first_leg_runs_in_the_background(
     ann: User,
 ) -> None:
     response = client(ann).post(
@@ -195,11 +199,13 @@ def test_a_signed_in_user_starts_a_run_and_its_first_leg_runs_in_the_task(
     assert body["runId"] == "run-1"
     assert body["owner"] == "ann"
     assert body["title"] == "Refund"
-    # The immediate tasks backend ran the first leg: the run waits for its approvals.
-    assert body["status"] == "suspended"
-    assert [a["approvalId"] for a in body["pendingApprovals"]] == ["r1", "e1"]
+    join_handed_off()  # the first leg ran after the response: the run waits for approvals
+    run = client(ann).get(body["url"]).json()
+    assert run["status"] == "suspended"
+    assert [a["approvalId"] for a in run["pendingApprovals"]] == ["r1", "e1"]
 
 
+@background_leg
 def test_text_adds_a_last_user_message_after_the_messages(ann: User) -> None:
     response = client(ann).post(
         f"{API}/runs/",
@@ -214,7 +220,9 @@ def test_text_adds_a_last_user_message_after_the_messages(ann: User) -> None:
     run = Run.objects.get(run_id=response.json()["runId"])
     roles = list(run.messages.order_by("index").values_list("role", flat=True))
     assert roles[:3] == ["system", "user", "user"]
-    assert response.json()["status"] == "completed"
+    join_handed_off()
+    run.refresh_from_db()
+    assert run.status == "completed"
 
 
 @pytest.mark.parametrize("staff", [False, True])

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from deuz_django.conf import deuz_settings
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, Run
 from tests.api.support import (
     API,
@@ -23,6 +24,7 @@ from tests.api.support import (
     verdicts_url,
 )
 from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 
@@ -133,6 +135,7 @@ def test_anonymous_verdicts_are_rejected(run: Run) -> None:
 # -- recording and resuming ----------------------------------------------------------------
 
 
+@background_leg
 def test_the_last_verdict_resumes_the_run_in_the_background(
     finance: User, run: Run, effects: Callable[[], list[str]]
 ) -> None:
@@ -148,6 +151,7 @@ def test_the_last_verdict_resumes_the_run_in_the_background(
     assert decided["r1"]["status"] == "approved"
     assert decided["r1"]["decidedBy"] == "fin"
     assert decided["e1"]["reason"] == "Not Ann."
+    join_handed_off()
     assert effects() == ["refund:A-1"]
     run.refresh_from_db()
     assert run.status == "completed"

@@ -11,6 +11,7 @@ import pytest
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.routing import ProtocolTypeRouter, URLRouter
 from django.conf import settings
+from django.core.checks import run_checks
 from django.core.management import call_command
 from django.test import override_settings
 from django.urls import path
@@ -144,6 +145,27 @@ def test_a_task_backend_that_cannot_run_the_resume_task_is_e005(
 ) -> None:
     with override_settings(TASKS=tasks):
         assert ids(checks.check_task_backend()) == ["deuz_django.E005"]
+
+
+def test_legs_run_by_the_web_server_are_w007_of_the_deploy_checks_only() -> None:
+    """The test settings' immediate backend: no request waits for a leg (it is handed
+    to the server's loop or a thread), but production wants workers."""
+    assert ids(checks.check_legs_run_by_workers()) == ["deuz_django.W007"]
+
+    def found(deploy: bool) -> list[str]:
+        return ids(run_checks(tags=["deuz_django"], include_deployment_checks=deploy))
+
+    assert "deuz_django.W007" in found(deploy=True)
+    assert "deuz_django.W007" not in found(deploy=False)
+
+
+@pytest.mark.parametrize(
+    "backend", ["django_tasks_db.DatabaseBackend", "no.such.Backend"]
+)
+def test_a_worker_backend_or_an_unusable_one_is_not_w007(backend: str) -> None:
+    """An unusable backend is E005's to report."""
+    with override_settings(TASKS={"default": {"BACKEND": backend}}):
+        assert checks.check_legs_run_by_workers() == []
 
 
 def test_the_database_task_backend_can_run_the_resume_task() -> None:

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from deuz_django import services
+from deuz_django.continuation import join_handed_off
 from deuz_django.exceptions import RunNotResumable
 from deuz_django.models import ApprovalKind, ApprovalStatus, Run
 from tests.api.support import client, started, verdicts_url
@@ -54,6 +55,7 @@ def test_the_result_sent_over_rest_becomes_the_calls_result(
         ann, waiting, {"approvalId": "c1", "approved": True, "answer": RESULT}
     )
     assert response.status_code == 202, response.json()
+    join_handed_off()
     waiting.refresh_from_db()
     assert waiting.status == "completed"
     assert tool_results(waiting)["c1"] == (RESULT, False)

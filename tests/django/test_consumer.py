@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from deuz_django.consumers import BURST
+from deuz_django.continuation import ajoin_handed_off
 from deuz_django.frames import MAX_FRAME_BYTES
 from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
 
@@ -290,6 +291,7 @@ async def test_the_socket_and_the_api_take_the_same_run_ids(
         {"agent": "scripted", "text": "hi", "runId": rest_id},
         format="json",
     )
+    await ajoin_handed_off()  # the REST run's first leg, handed to this event loop
     if valid:
         assert answer["type"] == "started"
         assert response.status_code == 201

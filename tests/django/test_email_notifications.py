@@ -17,6 +17,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.test import Client
 
 from deuz_django import deadline_sweep, notifications, services, signals
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval
 
 from .agents import TOOL_PERMISSION
@@ -28,7 +29,7 @@ from .notify_support import (
     later,
     notifying,
 )
-from .run_support import approval, in_doubt, let_time_pass, suspended
+from .run_support import approval, background_leg, in_doubt, let_time_pass, suspended
 
 pytestmark = pytest.mark.django_db
 
@@ -169,6 +170,7 @@ def test_reminders_escalations_and_questions_are_mailed_to_who_may_decide(
         assert "Escalated to: perm:deuz_django.decide_approval" in mailoutbox[0].body
 
 
+@background_leg
 def test_the_deadline_sweep_mails_its_escalation_to_the_leads_who_may_decide(
     staff: dict[str, User],
     make_user: Callable[..., User],
@@ -215,6 +217,7 @@ def test_the_deadline_sweep_mails_its_escalation_to_the_leads_who_may_decide(
     refund = approval(run, "refund")
     assert (refund.status, refund.decided_by) == ("approved", lead)
     assert approval(run, "send_email").status == "expired"
+    join_handed_off()
     run.refresh_from_db()
     assert run.status == "completed"
 

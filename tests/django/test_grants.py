@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Grant, Run, RunStatus
 from tests.api.support import API, approve, client, started, verdicts_url
 
@@ -38,9 +39,12 @@ def allowing(run: Run, approval_id: str, allow: Any) -> dict[str, Any]:
 
 
 def post(user: User, run: Run, *verdicts: dict[str, Any], resume: bool = True) -> Any:
-    return client(user).post(
+    """Post the verdicts, then wait for the leg they resumed."""
+    response = client(user).post(
         verdicts_url(run), {"verdicts": list(verdicts), "resume": resume}, format="json"
     )
+    join_handed_off()
+    return response
 
 
 def row(run: Run, approval_id: str) -> Approval:

@@ -10,6 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
+from deuz_django.continuation import join_handed_off
 from deuz_django.models import ApprovalStatus, Run
 from tests.api.support import API, approve, client, started, verdicts_url
 
@@ -70,6 +71,7 @@ def test_an_answer_over_rest_is_recorded_and_the_run_continues_with_it(
         "card",
         "ann",
     )
+    join_handed_off()
     asked.refresh_from_db()
     assert asked.status == "completed"
     assert tool_results(asked)["q1"] == ("card", False)

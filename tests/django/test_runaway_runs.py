@@ -15,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.continuation import join_handed_off
 from deuz_django.core import Message, ToolUsePart
 from deuz_django.core.approvals import input_digest
 from deuz_django.core.durable import Authorization, UnauthorizedExecution
@@ -67,7 +68,8 @@ def test_one_approval_in_the_admin_runs_the_call_once_when_every_leg_reuses_its_
     browser = Client()
     browser.force_login(boss)
     response = browser.post(decide_url(first), {"verdict": "approve", "post": "yes"})
-    assert response.status_code == 302
+    assert response.status_code == 302  # at once: the leg is handed off
+    join_handed_off(timeout=60)
 
     assert effects() == ["send_email:ann@example.com"]
     run.refresh_from_db()

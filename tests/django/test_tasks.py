@@ -1,6 +1,8 @@
-"""Background legs through ``django.tasks``: the immediate backend in development and
-tests, django-tasks-db and its ``db_worker`` in production (RECIPES.md). Every queued leg
-was claimed first (``continue_run(..., in_process=False)``)."""
+"""Background legs through ``django.tasks``: django-tasks-db and its ``db_worker`` in
+production (RECIPES.md); with the immediate backend of development and tests, which would
+run the task inside the caller, the leg is handed to this process instead
+(``continuation.hand_off``). Every such leg was claimed first
+(``continue_run(..., in_process=False)``)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from django.tasks import TaskResultStatus
 from django.test import override_settings
 
 from deuz_django import leases, services
+from deuz_django.continuation import join_handed_off
 from deuz_django.exceptions import RunBusy, RunNotResumable
 from deuz_django.tasks import enqueue_claimed_leg
 
 from .agents import TOOL_PERMISSION
 from .processes import run_manage
-from .run_support import approval, suspended
+from .run_support import approval, background_leg, suspended
 
 pytestmark = pytest.mark.django_db
 
@@ -32,15 +35,19 @@ def decide_all(run: Any, user: Any) -> services.Decision:
     return services.decide_approval(approval(run, "refund"), user=user, approved=False)
 
 
-def test_the_immediate_backend_resumes_the_run_after_its_last_decision(
+@background_leg
+def test_with_the_immediate_backend_the_leg_is_handed_off_not_run_in_the_caller(
     ann: Any, effects: Callable[[], list[str]]
 ) -> None:
     run = suspended(owner=ann)
     decision = decide_all(run, ann)
     assert decision.run_ready
-    result = services.continue_run(run.run_id, in_process=False).task
-    assert result.status == TaskResultStatus.SUCCESSFUL
-    assert result.return_value == {
+    continuation = services.continue_run(run.run_id, in_process=False)
+    assert continuation.task is None  # not queued: the backend would run it right here
+    assert continuation.handed_off is not None
+    join_handed_off()
+    assert continuation.outcome is not None
+    assert continuation.outcome.to_json() == {
         "runId": run.run_id,
         "status": "completed",
         "finishReason": "stop",
@@ -50,6 +57,7 @@ def test_the_immediate_backend_resumes_the_run_after_its_last_decision(
     assert effects() == ["send_email:ann@example.com"]
 
 
+@background_leg
 def test_a_busy_or_waiting_run_is_refused_when_claimed_and_nothing_is_queued(
     ann: Any,
 ) -> None:
@@ -63,6 +71,7 @@ def test_a_busy_or_waiting_run_is_refused_when_claimed_and_nothing_is_queued(
     continuation = services.continue_run(
         run.run_id, in_process=False, deny_remaining=True
     )
+    join_handed_off()
     assert continuation.outcome is not None
     assert continuation.outcome.status == "completed"
 

@@ -75,6 +75,22 @@ print(json.dumps(runs))
 """
 
 
+def run_status_once_settled(site: LiveSite, run_id: str) -> Any:
+    """The run's status once no leg holds it (at most a minute)."""
+    return site.script(
+        f"""
+        import time
+        from deuz_django.models import Run
+        deadline = time.monotonic() + 60
+        while Run.objects.filter(run_id={run_id!r}).exclude(lease_owner="").exists():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        print(json.dumps(Run.objects.get(run_id={run_id!r}).status))
+        """
+    )
+
+
 def suspended_runs(
     site: LiveSite, *agents: str, verdicts: tuple[tuple[str, str, bool, str], ...] = ()
 ) -> Any:
@@ -236,8 +252,11 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     page.get_by_role("button", name="Approve 1 call").click()
 
     expect(page.locator(".messagelist")).to_contain_text(
-        f"Run {run_id} resumed in the background; it is now completed."
+        f"Run {run_id} resumed in the background."
     )
+    # The leg runs on the server after the response: the page shows its end on reload.
+    assert run_status_once_settled(site, run_id) == "completed"
+    page.reload()
     expect(page.locator(".field-status_badge")).to_contain_text("completed")
     expect(page.locator(".deuz-transcript")).to_contain_text(
         "Refund and email handled."

@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.django.conftest import effects, make_user
+from tests.django.conftest import (
+    effects,
+    handed_off_legs_end_with_their_test,
+    make_user,
+)
 
-__all__ = ["effects", "gate", "make_user"]
+__all__ = ["effects", "gate", "handed_off_legs_end_with_their_test", "make_user"]
 
 
 @pytest.fixture

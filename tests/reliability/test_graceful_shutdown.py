@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import override_settings
@@ -19,7 +21,7 @@ from deuz_django.continuation import continue_run
 from deuz_django.models import Run
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import manage_env, start_manage, wait_until
-from tests.django.run_support import PROMPT
+from tests.django.run_support import PROMPT, ready_to_resume, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,6 +72,51 @@ def test_a_stopping_worker_ends_its_leg_at_the_next_boundary_and_hands_the_run_o
     log = effects()
     for step in range(1, slow_agent_steps + 1):
         assert log.count(f"slow:{step}:end") == 1  # no completed step ran twice
+
+
+def test_a_sigterm_waits_for_a_leg_handed_to_a_thread_to_reach_its_boundary(
+    make_user: Callable[..., Any],
+    effects: Callable[[], list[str]],
+    gate: Path,
+    tmp_path: Path,
+) -> None:
+    """With the immediate backend a sync caller (a script here, a WSGI server's
+    request) hands the leg to a thread of its own (``continuation.hand_off``): a SIGTERM
+    waits for it as for any leg. The tool it is in finishes, and the leg's next boundary
+    — the model's answer to the tool's result — ends the run."""
+    run = ready_to_resume(make_user("ann"))
+    stopping = tmp_path / "stopping"
+    script = (
+        "import django, time; django.setup()\n"
+        "from pathlib import Path\n"
+        "from deuz_django import draining\n"
+        "from deuz_django.continuation import continue_run\n"
+        f"continue_run({run.run_id!r}, in_process=False)\n"
+        "while not draining.stopping(): time.sleep(0.02)\n"
+        f"Path({str(stopping)!r}).touch()\n"
+        "while True: time.sleep(0.02)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=manage_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: "hold:once" in effects(), "the leg to enter its tool")
+        child.send_signal(signal.SIGTERM)
+        wait_until(stopping.exists, "the process to start draining")
+        gate.touch()  # the tool returns; the leg saves that boundary and stops
+        _out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == -signal.SIGTERM, err
+    assert "Traceback" not in err
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner, run.last_error) == ("completed", "", "")
+    assert tool_results(run)["h1"] == ("held once", False)
+    assert effects() == ["hold:once"]
 
 
 def test_a_default_sigterm_handling_still_ends_the_process_after_draining() -> None:
