@@ -11,6 +11,13 @@ deuz_django.E006  a PostgreSQL database is reached through psycopg2: the checkpo
 deuz_django.W007  (``--deploy``) the task backend runs tasks where they are queued (the
                   immediate backend): legs run in the web server's processes, not a
                   worker's
+deuz_django.E008  DEUZ["AGENTS"] names no agent: no run can start
+deuz_django.E009  ASGI_APPLICATION is not set: the WebSocket (and runserver under
+                  daphne) need the project's ASGI application
+deuz_django.W010  ASGI_APPLICATION does not route the deuz WebSocket consumer
+                  (deuz_django.asgi.get_asgi_application does)
+deuz_django.E011  DEUZ["RUN_LIMITS"] names an unknown limit or a value that is not a
+                  positive number (or None)
 deuz_django.E020  DEUZ["NOTIFIERS"] is not a list, or an entry has no importable BACKEND
 deuz_django.E021  a notifier's option is unknown, missing or wrong (EVENTS, URL, ...)
 deuz_django.E022  a webhook notifier's SECRET is missing or not a Standard Webhooks secret
@@ -69,6 +76,16 @@ def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]
 def check_agents(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from .registry import load_agent
 
+    if not deuz_settings.AGENTS:
+        return [
+            Error(
+                "DEUZ['AGENTS'] names no agent, so no run can start.",
+                hint="Map a name to the dotted path of an AgentSpec, or of a callable "
+                "returning one: DEUZ = {'AGENTS': {'assistant': "
+                "'myproject.agents.assistant'}}.",
+                id="deuz_django.E008",
+            )
+        ]
     errors = []
     for name, path in dict(deuz_settings.AGENTS).items():
         try:
@@ -105,6 +122,54 @@ def routes_deuz_consumer(app: Any, depth: int = 0) -> bool:
         )
     inner = getattr(app, "inner", None) or getattr(app, "application", None)
     return routes_deuz_consumer(inner, depth + 1)
+
+
+def check_asgi_application(
+    app_configs: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if not path:
+        return [
+            Error(
+                "ASGI_APPLICATION is not set.",
+                hint="The chat's WebSocket needs the project's ASGI application: in "
+                "asgi.py, application = deuz_django.asgi.get_asgi_application(); in the "
+                "settings, ASGI_APPLICATION = 'mysite.asgi.application'.",
+                id="deuz_django.E009",
+            )
+        ]
+    try:
+        application = import_string(path)
+    except Exception:  # an ASGI module that does not import is reported when served
+        return []
+    if routes_deuz_consumer(application):
+        return []
+    return [
+        Warning(
+            f"{path} does not route the deuz WebSocket consumer: the chat and other "
+            "socket clients cannot connect.",
+            hint="Use deuz_django.asgi.get_asgi_application() (pass your own socket "
+            "routes as websocket_urlpatterns=[...]), or include "
+            "deuz_django.routing.websocket_urlpatterns in your URLRouter.",
+            id="deuz_django.W010",
+        )
+    ]
+
+
+def check_run_limits(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from .run_limits import settings_problem
+
+    problem = settings_problem(deuz_settings.RUN_LIMITS, "DEUZ['RUN_LIMITS']")
+    if problem is None:
+        return []
+    return [
+        Error(
+            problem,
+            hint="Keys: STEPS, LEGS, EXECUTIONS_PER_TOOL, TOKENS, COST_USD; None switches "
+            "one off.",
+            id="deuz_django.E011",
+        )
+    ]
 
 
 def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[Error]:
@@ -305,6 +370,8 @@ def check_deadlines(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
 ALL = (
     check_approval_secret,
     check_agents,
+    check_asgi_application,
+    check_run_limits,
     check_channel_layer,
     check_task_backend,
     check_database_driver,

@@ -126,6 +126,48 @@ def test_a_routed_consumer_without_a_channel_layer_is_e004(
         assert checks.check_channel_layer() == []  # the test settings have a layer
 
 
+def test_an_asgi_application_that_is_missing_is_e009_and_one_without_the_socket_w010(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "routed", routed)
+    with override_settings(ASGI_APPLICATION=None):
+        assert ids(checks.check_asgi_application()) == ["deuz_django.E009"]
+    with override_settings(ASGI_APPLICATION="routed.other"):
+        assert ids(checks.check_asgi_application()) == ["deuz_django.W010"]
+    with override_settings(ASGI_APPLICATION="routed.deuz"):
+        assert checks.check_asgi_application() == []
+    assert checks.check_asgi_application() == []  # the example project's asgi.py
+
+
+def test_no_agent_at_all_is_e008() -> None:
+    with deuz(AGENTS={}):
+        assert ids(checks.check_agents()) == ["deuz_django.E008"]
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"STEP": 5},
+        {"STEPS": 0},
+        {"LEGS": 2.5},
+        {"TOKENS": "many"},
+        {"COST_USD": -1},
+        {"EXECUTIONS_PER_TOOL": True},
+        ["STEPS"],
+    ],
+)
+def test_bad_run_limits_are_e011(limits: Any) -> None:
+    with deuz(RUN_LIMITS=limits):
+        assert ids(checks.check_run_limits()) == ["deuz_django.E011"]
+
+
+def test_run_limits_may_be_switched_off_or_set() -> None:
+    with deuz(RUN_LIMITS={"STEPS": None, "COST_USD": 0.5, "LEGS": 3}):
+        assert checks.check_run_limits() == []
+
+
 @pytest.mark.parametrize(
     "tasks",
     [
