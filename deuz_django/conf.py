@@ -56,6 +56,9 @@ DEFAULTS: dict[str, Any] = {
     # The site's address for links sent where no request exists (mails, webhooks):
     # "https://ops.example.com".
     "SITE_URL": None,
+    # The REST API's authentication classes, as dotted paths; None: token (when
+    # rest_framework.authtoken is installed), then session (deuz_django.api.authentication).
+    "API_AUTHENTICATION_CLASSES": None,
     # Seconds an emailed Approve / Deny / Open link works.
     "ACTION_LINK_MAX_AGE": 7 * 24 * 3600,
 }

@@ -3,8 +3,10 @@ endpoint can answer with, and examples (drf-spectacular ``extend_schema``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -32,6 +34,20 @@ from .serializers import (
     VerdictBatchSerializer,
     VerdictSerializer,
 )
+
+
+def operation(**documentation: Any) -> Callable[[Any], Any]:
+    """drf-spectacular's ``extend_schema`` on its own ``AutoSchema``: by default the
+    decorator builds on ``DEFAULT_SCHEMA_CLASS`` as it reads when a view is decorated,
+    and the API must not depend on how the project set up DRF."""
+    extend = extend_schema(**documentation)
+
+    def decorate(view_method: Any) -> Any:
+        view_method.schema = AutoSchema  # the base extend_schema builds on
+        return extend(view_method)
+
+    return decorate
+
 
 _ERRORS = {
     400: (
@@ -200,7 +216,7 @@ _LINK = {
     "statusUrl": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
 }
 
-list_runs = extend_schema(
+list_runs = operation(
     operation_id="listRuns",
     summary="List runs",
     description="The root runs you may see (your own; every run with "
@@ -211,7 +227,7 @@ list_runs = extend_schema(
     examples=[OpenApiExample("Runs", value=_RUN, response_only=True)],
 )
 
-start_run = extend_schema(
+start_run = operation(
     operation_id="startRun",
     summary="Start a run",
     description="Record a run of a registered agent with its input; the first leg runs in "
@@ -239,7 +255,7 @@ start_run = extend_schema(
     ],
 )
 
-get_run = extend_schema(
+get_run = operation(
     operation_id="getRun",
     summary="Get a run",
     tags=["runs"],
@@ -248,7 +264,7 @@ get_run = extend_schema(
     examples=[OpenApiExample("Suspended", value=_RUN, response_only=True)],
 )
 
-list_messages = extend_schema(
+list_messages = operation(
     operation_id="listRunMessages",
     summary="A run's messages",
     description="The run's history in Deuz's JSON form, oldest first. Byte strings "
@@ -279,7 +295,7 @@ list_messages = extend_schema(
     ],
 )
 
-list_approvals = extend_schema(
+list_approvals = operation(
     operation_id="listApprovals",
     summary="List approvals",
     description="Approvals of the runs you may see, oldest first; pending ones unless "
@@ -293,7 +309,7 @@ list_approvals = extend_schema(
     examples=[OpenApiExample("Pending", value=_APPROVAL, response_only=True)],
 )
 
-post_verdicts = extend_schema(
+post_verdicts = operation(
     operation_id="postVerdicts",
     summary="Decide approvals",
     description="Record verdicts for a run's approvals: all of them or none. Each is "
@@ -356,7 +372,7 @@ post_verdicts = extend_schema(
     ],
 )
 
-resume_run = extend_schema(
+resume_run = operation(
     operation_id="resumeRun",
     summary="Resume a run",
     description="Queue the run's next leg. Refused (409) while another leg runs, when the "
@@ -374,7 +390,7 @@ resume_run = extend_schema(
     ],
 )
 
-stop_run = extend_schema(
+stop_run = operation(
     operation_id="stopRun",
     summary="Stop a run",
     description="Stop the run for good: at once (200) when no leg holds it — the calls it "

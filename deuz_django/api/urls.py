@@ -10,12 +10,13 @@ from typing import Any
 from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
-from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..sse import run_stream
 from . import views
+from .docs import operation
 
 app_name = "deuz"
 
@@ -43,8 +44,9 @@ class DocsView(SpectacularSwaggerView):
     Swagger UI from a CDN: a blank page offline, and a version nobody chose)."""
 
     title = SCHEMA_SETTINGS["TITLE"]
+    schema = AutoSchema()
 
-    @extend_schema(exclude=True)
+    @operation(exclude=True)
     def get(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
         local = apps.is_installed("drf_spectacular_sidecar")
         with patched_settings(SIDECAR_SETTINGS if local else None):

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import QueryDict
 from django.urls import reverse
+from drf_spectacular.openapi import AutoSchema
 from rest_framework import generics, status
 from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
@@ -31,6 +32,7 @@ from ..models import (
 from ..services import continue_run, start_run, stop_run
 from ..verdicts import record_verdict
 from . import docs
+from .authentication import authentication_classes
 from .batches import check_batch, read_batch
 from .exceptions import exception_handler
 from .pagination import DeuzPagination
@@ -60,13 +62,19 @@ class DeuzMetadata(SimpleMetadata):
 
 
 class DeuzAPIView(generics.GenericAPIView):
-    """Policies every endpoint shares: JSON only, signed-in users, the Deuz error shape."""
+    """Policies every endpoint shares: JSON only, signed-in users, the Deuz error shape
+    — named here, so the project's own DRF defaults change nothing of the API (its
+    throttle rates aside: :mod:`.throttling`)."""
 
     permission_classes = [IsActiveUser, CanViewRun]
     renderer_classes = [DeuzJSONRenderer]
     parser_classes = [LimitedJSONParser]
     pagination_class = DeuzPagination
     metadata_class = DeuzMetadata
+    schema = AutoSchema()  # drf-spectacular's, whatever DEFAULT_SCHEMA_CLASS says
+
+    def get_authenticators(self) -> list[Any]:
+        return [authenticator() for authenticator in authentication_classes()]
 
     def get_throttles(self) -> list[Any]:
         return [*super().get_throttles(), DeuzRateThrottle()]
