@@ -23,7 +23,7 @@ from django.utils import timezone
 from . import draining, leases, stopping
 from .blocking import with_django_threads
 from .connections import discard_if_broken, once_more_if_broken
-from .core import AbortController, Deps, StreamPart, tracing
+from .core import AbortController, Deps, ErrorPart, StreamPart, tracing
 from .core.durable import resume_stream_from_checkpoint
 from .core.generate import StreamChatResult
 from .exceptions import (
@@ -238,6 +238,8 @@ async def run_leg(
                 run, leg, stream = await _start(lease, controller)
             except RunStopped as stop:
                 return await _database(_stopped_outcome, lease, stop)
+            except Exception as error:  # e.g. no approval secret under a bare daphne
+                return await _failed_to_start(lease, controller, error, released)
             # The leg's task starts inside the run's trace, so its spans join the
             # trace of the run's earlier legs.
             with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
@@ -404,6 +406,27 @@ def _record_error(lease: Lease, error: str) -> bool:
         ).update(last_error=error[:2000])
         == 1
     )
+
+
+async def _failed_to_start(
+    lease: Lease,
+    controller: AbortController,
+    error: Exception,
+    released: dict[str, Any],
+) -> LegOutcome:
+    """The leg could not start (a misconfiguration the system checks could not see,
+    such as an approval secret missing under a server that skips them): its readers get
+    the error and the leg's end — never a silent wait — and the run keeps the error,
+    as a failed leg does."""
+    reason = str(error) or type(error).__name__
+    logger.error("deuz: run %s: the leg could not start: %s", lease.run_id, reason)
+    failed = await _database(_record_error, lease, reason)  # before readers hear it
+    stream = await _open_stream(lease, controller)
+    if stream is not None:
+        stream.add(ErrorPart(error))
+        if await _close_stream(stream):
+            released["journal_open"] = False
+    return await _outcome_or_unknown(lease, None, reason, failed)
 
 
 def _stopped_outcome(lease: Lease, stop: RunStopped) -> LegOutcome:

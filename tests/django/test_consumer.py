@@ -385,3 +385,19 @@ async def test_a_bad_result_gets_an_error_frame_and_nothing_is_recorded(
     await asked.arefresh_from_db()
     assert asked.status == ApprovalStatus.PENDING
     assert await RunCall.objects.filter(step__run=run, finished=False).acount() == 1
+
+
+async def test_a_leg_that_cannot_start_tells_the_client_and_fails_the_run(
+    ws_as: Connect, ann: Any, settings: Any
+) -> None:
+    """No approval secret (a server that skipped the system checks): the client gets
+    the error and the leg's end, never a silent wait, and the run keeps the reason."""
+    settings.DEUZ = {**settings.DEUZ, "APPROVAL_SECRET": None}
+    ws = await ws_as(ann)
+    await ws.send_json_to({"type": "start", "agent": "scripted", "text": "hi"})
+    frames = await until(ws, is_final_done)
+    assert frames[0]["type"] == "started"
+    (error,) = [f["part"] for f in frames if f.get("part", {}).get("type") == "error"]
+    assert "APPROVAL_SECRET" in error["message"]
+    run = await Run.objects.aget(run_id=frames[0]["runId"])
+    assert "APPROVAL_SECRET" in run.last_error  # failed: recovery leaves it alone
