@@ -33,13 +33,16 @@ const ui = {
   newConversation: $("new-conversation"),
   navToggle: document.querySelector(".nav-toggle"),
 };
-const STATUS_LABELS = { running: "Running", suspended: "Waiting for approval", completed: "Done" };
+const STATUS_LABELS = {
+  running: "Running", suspended: "Waiting for approval", completed: "Done", stopped: "Stopped",
+};
 const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expired" };
 const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
 const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
 const TIMED_OUT = "Timed out"; // deuz_django.deadlines.TIMED_OUT starts a timed-out call's reason
 const DEADLINE_RECHECK_MS = 1500; // after a deadline passes, ask what it did (escalated?)
 const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last checkpoint
+const STOP_RETRIES = 10; // a stop takes effect as its leg ends, just after the leg's last part
 const IN_DOUBT = "outcome_unknown"; // deuz_django.models.ApprovalKind.OUTCOME_UNKNOWN
 const IN_DOUBT_TEXT = "This call started before a crash and left no outcome. Did it happen?";
 // A call a crash left in doubt is answered in one of three ways (deuz_django/verdicts.py).
@@ -69,6 +72,12 @@ function newRunId() {
   // crypto.randomUUID needs a secure context; getRandomValues works on plain http too.
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** "Stopped by staff: Customer called." — a stop from the runs API ({by, reason}). */
+function describeStop(stop) {
+  if (!stop) return "Stopped";
+  return stop.reason ? `Stopped by ${stop.by}: ${stop.reason}` : `Stopped by ${stop.by}.`;
 }
 
 function describeOutput(output) {
@@ -625,6 +634,8 @@ class Conversation {
     this.question = question;
     this.lastSeq = -1;
     this.status = null; // the run's status as last reported
+    this.stop = null; // {by, reason, requestedAt, stoppedAt}: a stop asked for, as listed
+    this.stopChecks = 0; // listed the run again this many times for its stop to take effect
     this.legOpen = false;
     this.finishReason = null;
     this.error = "";
@@ -646,6 +657,7 @@ class Conversation {
     this.lastSeq = frame.seq;
     if (frame.type === "done") {
       this.legOpen = false;
+      this.stopChecks = 0; // a stop asked for meanwhile takes effect now
       for (const scope of this.scopes.values()) for (const tool of scope.tools.values()) tool.pause();
       this.checkApprovals();
       refreshConversations();
@@ -769,7 +781,21 @@ class Conversation {
     else card?.refused(frame.message);
   }
 
+  /**
+   * The run as the conversation list has it. A stop shows once it took effect: as the leg
+   * holding the run ends, just after the leg's last part; until then, list it again.
+   */
+  listed(run) {
+    this.stop = run.stop;
+    if (run.status === "stopped") this.status = "stopped";
+    else if (run.stop && run.status !== "completed" && !this.legOpen && this.stopChecks++ < STOP_RETRIES) {
+      setTimeout(refreshConversations, 500);
+    }
+  }
+
   describe() {
+    // First: a stop ends the leg with an error part, and cancels the calls it waited on.
+    if (this.status === "stopped") return describeStop(this.stop);
     const open = [...this.cards.values()].filter((c) => c.open);
     if (open.some((c) => c.state === "offered" && c.question)) return "Waiting for your answer";
     if (open.some((c) => c.state === "offered")) return "Waiting for your approval";
@@ -958,7 +984,10 @@ function renderConversations(runs) {
     });
     return h("li", {}, link);
   }));
+  const shown = current && runs.find((run) => run.runId === current.runId);
+  if (shown) current.listed(shown);
   markSelected();
+  updateRunStatus();
 }
 
 function markSelected() {
