@@ -171,8 +171,12 @@ class Run(models.Model):
     @property
     def stop_description(self) -> str:
         """What a stopped (or stopping) run tells people: by whom, and why."""
-        why = f": {self.stop_reason}" if self.stop_reason else ""
-        return str(_("Stopped by %(who)s%(why)s.") % {"who": self.stopper, "why": why})
+        if not self.stop_reason:
+            return str(_("Stopped by %(who)s.") % {"who": self.stopper})
+        why = self.stop_reason.rstrip()
+        if not why.endswith((".", "!", "?")):
+            why += "."
+        return str(_("Stopped by %(who)s: %(why)s") % {"who": self.stopper, "why": why})
 
     @property
     def stopper(self) -> str:

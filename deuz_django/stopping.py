@@ -22,12 +22,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
 from . import leases
-from .exceptions import RunBusy, RunNotFound, RunNotStoppable
+from .core import AbortController, ErrorPart
+from .exceptions import RunBusy, RunNotFound, RunNotStoppable, RunStopped
 from .leases import Lease
+from .live import LegStream
 from .models import Approval, ApprovalStatus, Run, RunStatus
 from .signals import run_stopped, send_on_commit
 from .verdicts import announce_verdict, user_or_none
@@ -84,15 +87,31 @@ def stop_by_system(run_id: str, reason: str) -> None:
 
 def apply_if_free(run_id: str) -> bool:
     """Apply a stop asked for on a run no leg holds (``False``: a leg holds it, and
-    stops at its next fence)."""
+    stops at its next fence). Those following the run hear it as a leg of its own that
+    says who stopped it and why — as a stopped leg's last part does."""
     try:
         lease = leases.acquire(run_id)
     except RunBusy:
         return False
     try:
-        return apply_requested_stop(lease)
+        stopped = apply_requested_stop(lease)
+        if stopped:
+            run = Run.objects.select_related("stopped_by").named(run_id).get()
+            async_to_sync(_announce)(lease, run.stop_description)
+        return stopped
     finally:
         leases.release(lease)
+
+
+async def _announce(lease: Lease, description: str) -> None:
+    """The stop in the run's stream journal (a failing journal is logged: the stop
+    stands, and a reader that reconnects sees the stopped run)."""
+    try:
+        stream = await LegStream.open(lease.run_id, AbortController(), fence=lease)
+        stream.add(ErrorPart(RunStopped(description)))
+        await stream.close()
+    except Exception:
+        logger.exception("deuz: the stop of run %s was not journaled", lease.run_id)
 
 
 def apply_requested_stop(lease: Lease) -> bool:

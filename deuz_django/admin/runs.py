@@ -292,7 +292,10 @@ class RunAdmin(ReadOnlyAdmin):
                 can_stop=run.status not in FINISHED
                 and run.stop_requested_at is None
                 and can_stop_run(request.user, run),
-                stop=None if run.stop_requested_at is None else run.stop_description,
+                # A stop asked as the run completed never took effect.
+                stop=None
+                if run.stop_requested_at is None or run.status == RunStatus.COMPLETED
+                else run.stop_description,
                 decided=[
                     (
                         a,

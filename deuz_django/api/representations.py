@@ -292,8 +292,8 @@ class RunSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RunStopSerializer(allow_null=True))
     def get_stop(self, run: Run) -> dict[str, Any] | None:
-        if run.stop_requested_at is None:
-            return None
+        if run.stop_requested_at is None or run.status == RunStatus.COMPLETED:
+            return None  # none asked, or asked as the run completed: never took effect
         return {
             "by": run.stopper,
             "reason": run.stop_reason,

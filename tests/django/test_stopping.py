@@ -24,6 +24,7 @@ from tests.api.support import client, started
 from .admin_support import QUEUE, messages_of, run_url
 from .agents import HOLD_HOOKS
 from .run_support import history, ready_to_resume
+from .test_consumer import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -164,12 +165,21 @@ def test_a_leg_stops_at_its_next_fence_and_its_executing_tool_finishes(
 # -- the WebSocket ---------------------------------------------------------------------------
 
 
-async def test_a_stop_frame_stops_the_run_and_says_so(ann: User, ws_as: Any) -> None:
+async def test_a_stop_frame_stops_the_run_and_its_followers_hear_it(
+    ann: User, ws_as: Any
+) -> None:
+    """A waiting run, followed by a tab: the stop reaches the tab as a last leg that
+    says who stopped it and why."""
     run = await sync_to_async(started)(ann)
     ws = await ws_as(ann)
+    await ws.send_json_to({"type": "subscribe", "runId": run.run_id})
+    await until(ws, lambda frame: frame.get("type") == "subscribed")
     await ws.send_json_to({"type": "stop", "runId": run.run_id, "reason": "Enough."})
-    frame = await ws.receive_json_from(timeout=5)
-    assert frame == {"type": "stop-requested", "runId": run.run_id, "status": "stopped"}
+    stopped = {"type": "error", "message": "Stopped by ann: Enough."}
+    requested = {"type": "stop-requested", "runId": run.run_id, "status": "stopped"}
+    frames = await until(ws, lambda frame: frame == requested)
+    if stopped not in [f.get("part") for f in frames]:
+        frames += await until(ws, lambda frame: frame.get("part") == stopped)
     await sync_to_async(assert_stopped)(run, by="ann", reason="Enough.")
 
 

@@ -36,6 +36,7 @@ APPROVER_PERMISSIONS = [
     ("deuz_django", "view_approval"),
     ("deuz_django", "decide_approval"),
     ("deuz_django", "resume_run"),
+    ("deuz_django", "stop_run"),
     ("deuz_django", "edit_approval_input"),
     ("deuz_django", "view_standingrule"),
     ("deuz_django", "add_standingrule"),
