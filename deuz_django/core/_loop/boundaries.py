@@ -90,26 +90,32 @@ class LegBoundaries:
 
     async def _run_or_suspend(
         self,
-        calls: Sequence[ToolCall],
+        asked: Sequence[ToolCall],
+        executed: Sequence[ToolCall],
         denials: dict[str, Denial],
         results: list[ToolResult],
-        resumed: bool,
         recorder: StepRecorder | None,
+        *,
+        resumed: bool,
     ) -> AsyncIterator[StreamPart]:
-        """Run the batch into ``results``, or end the leg suspended: on a sub-agent's
-        requests, or on calls that started before a crash and left no outcome, of tools
-        that are not safe to repeat and could not tell what became of them — never
-        re-run silently, each becomes a pending approval a person settles ("it
-        happened", "run it again", "mark it failed")."""
+        """Run the batch (``executed``: the calls as they run — a settle's with the
+        edits and answers people gave; ``asked``: as the model made them) into
+        ``results``, or end the leg suspended: on a sub-agent's requests, or on calls
+        that started before a crash and left no outcome, of tools that are not safe to
+        repeat and could not tell what became of them — never re-run silently, each
+        becomes a pending approval a person settles ("it happened", "run it again",
+        "mark it failed"), asked about as the model made it, which its token pins."""
         try:
-            async for part in self._execute(calls, denials, results, resumed, recorder):
+            async for part in self._execute(
+                executed, denials, results, resumed, recorder
+            ):
                 yield part
         except SubAgentSuspension as suspension:
             async for part in self._suspend(suspension.requests):
                 yield part
             return
         answered = {r.tool_call_id for r in results}
-        in_doubt = [c for c in calls if c.tool_call_id not in answered]
+        in_doubt = [c for c in asked if c.tool_call_id not in answered]
         if in_doubt:
             async for part in self._suspend(
                 self._requests(in_doubt, {}), awaiting=in_doubt

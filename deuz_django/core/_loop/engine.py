@@ -118,7 +118,12 @@ class LoopRun(LegBoundaries):
         results: list[ToolResult] = []
         # B9: a suspension here leaves the history as it was; the leg ends before any step.
         async for part in self._run_or_suspend(
-            plan.executed_calls(), plan.denials, results, True, recorder
+            plan.calls,
+            plan.executed_calls(),
+            plan.denials,
+            results,
+            recorder,
+            resumed=True,
         ):
             yield part
         if self._ended:
@@ -246,7 +251,7 @@ class LoopRun(LegBoundaries):
             return
         results: list[ToolResult] = []
         async for part in self._run_or_suspend(
-            calls, denials, results, False, recorder
+            calls, calls, denials, results, recorder
         ):
             yield part
         if self._ended:
