@@ -251,7 +251,7 @@ class LoopRun(LegBoundaries):
             return
         results: list[ToolResult] = []
         async for part in self._run_or_suspend(
-            calls, calls, denials, results, recorder
+            calls, calls, denials, results, recorder, resumed=False
         ):
             yield part
         if self._ended:
