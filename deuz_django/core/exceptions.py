@@ -14,6 +14,8 @@ The hierarchy::
     ├── ProviderNotInstalledError the optional SDK for a provider is missing (ImportError)
     ├── CheckpointNotFoundError   resume of a run id the store does not know
     ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
+    ├── JournalFenced             (core.journal) a stale leg's append, refused
+    ├── JournalUnavailable        (core.journal) a leg's end the journal could not store
     └── WebhookSignatureError     a webhook's signature is missing, malformed or forged
         └── WebhookSignatureExpired  ... or valid but too old (or new): a replay
 

@@ -16,11 +16,14 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
 from deuz_django import recovery, services
-from deuz_django.journal import get_journal
+from deuz_django.core import journal as core_journal
+from deuz_django.core.journal import DONE, is_done
+from deuz_django.journal import DatabaseJournal, get_journal
 from deuz_django.models import Approval, Run
 from deuz_django.store import DjangoSessionStore
 from deuz_django.verdicts import Verdict, record_verdict
@@ -138,6 +141,38 @@ def test_a_journal_left_open_by_a_dead_process_is_closed_for_its_readers() -> No
     run.refresh_from_db()
     assert (run.journal_open, run.lease_owner) == (False, "")
     assert recovery.sweep().journals_closed == []  # once
+
+
+def test_a_leg_whose_end_the_journal_could_not_store_leaves_its_journal_to_the_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database fails as the leg ends: the run stays marked ``journal_open`` (a
+    close that gave up once marked it closed, and its readers never got ``done``), and
+    the sweep journals the end once the database is back."""
+    monkeypatch.setattr(core_journal, "RETRY_SECONDS", 0.001)
+    append_many = DatabaseJournal._append_many
+
+    def down_at_the_end(self: DatabaseJournal, batches: list[Any]) -> Any:
+        if any(is_done(data) for _, records, _ in batches for _, data in records):
+            raise OperationalError("the database went away")
+        return append_many(self, batches)
+
+    monkeypatch.setattr(DatabaseJournal, "_append_many", down_at_the_end)
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+    assert (run.status, run.journal_open, run.lease_owner) == ("completed", True, "")
+
+    monkeypatch.setattr(DatabaseJournal, "_append_many", append_many)
+    abandon(run)
+    Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
+    assert recovery.sweep().journals_closed == [run.run_id]
+    journal = get_journal()
+    last = async_to_sync(journal.last_seq)(run.run_id)
+    assert last is not None
+    assert async_to_sync(journal.read)(run.run_id, last - 1, 1) == [(last, DONE)]
+    run.refresh_from_db()
+    assert not run.journal_open
 
 
 def test_a_finished_leg_leaves_no_journal_open(
