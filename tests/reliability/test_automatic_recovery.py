@@ -15,9 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import OperationalError
-from django.test import override_settings
+from django.test import AsyncClient, override_settings
 from django.utils import timezone
 
 from deuz_django import recovery, services
@@ -30,6 +30,8 @@ from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT
+from tests.django.test_sse import frames, read_body
+from tests.reliability.conftest import Children
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -173,6 +175,43 @@ def test_a_leg_whose_end_the_journal_could_not_store_leaves_its_journal_to_the_s
     assert async_to_sync(journal.read)(run.run_id, last - 1, 1) == [(last, DONE)]
     run.refresh_from_db()
     assert not run.journal_open
+
+
+async def test_a_leg_killed_after_its_final_checkpoint_ends_its_sse_followers_stream(
+    children: Children, make_user: Callable[..., Any]
+) -> None:
+    """The leg's process SIGKILLs itself right after saving the run's final checkpoint,
+    before journaling the leg's end: the run is completed and its journal open. An SSE
+    follower of it gets ``[DONE]`` once the sweep of a worker-like process (no event
+    loop of its own: it closes journals through ``async_to_sync``) closes the journal."""
+    owner = await sync_to_async(make_user)("ann")
+    run = await services.astart_run(  # ``crashy`` knows its run by its prompt
+        agent="crashy",
+        messages=[{"role": "user", "content": "final"}],
+        run_id="final",
+        owner=owner,
+    )
+    leg = children(["final"], DEUZ_LEASE_SECONDS="1", DEUZ_TEST_KILL_AFTER_FINAL="1")
+    assert await asyncio.to_thread(leg.wait, 60) == -signal.SIGKILL
+    run = await Run.objects.aget(pk=run.pk)
+    assert (run.status, run.journal_open) == ("completed", True)
+    journal = get_journal()
+    last = await journal.last_seq("final")
+    assert last is not None
+    assert not is_done((await journal.read("final", last - 1, 1))[0][1])
+
+    client = AsyncClient()
+    await client.aforce_login(owner)
+    response = await client.get("/api/deuz/runs/final/stream")
+    follower = asyncio.ensure_future(read_body(response))
+    await asyncio.sleep(0.5)  # the follower waits on the open journal
+    assert not follower.done()
+    children([], DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.2")
+    body = await asyncio.wait_for(follower, 60)  # a guard, not a timing
+    got = frames(body)
+    assert got[-1][1] == "[DONE]"
+    assert [seq for seq, _ in got] == list(range(len(got)))
+    assert not (await Run.objects.aget(pk=run.pk)).journal_open
 
 
 def test_a_finished_leg_leaves_no_journal_open(
