@@ -130,7 +130,7 @@ def lease_fence(
         except DatabaseError as error:
             lost(f"could not be confirmed ({error})")
         if not held:
-            lost("was taken over")
+            lost("lapsed or was taken over")
 
     def lost(why: str) -> None:
         error = LeaseLost(f"Lease on run '{lease.run_id}' {why}; this leg stops here.")

@@ -89,6 +89,29 @@ def test_renewals_that_keep_failing_abort_the_leg_before_the_lease_lapses(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_leg_that_finds_its_lease_lapsed_leaves_the_run_to_recovery(
+    monkeypatch: pytest.MonkeyPatch, effects: Callable[[], list[str]]
+) -> None:
+    """A leg held up past its lease (its renewals never reached the database, as in a
+    frozen process) stops at its next fence. Nobody took the run meanwhile, and the run
+    is not marked failed for it: recovery continues it (it once stayed ``running`` with
+    the error, never recovered)."""
+    monkeypatch.setenv("DEUZ_TEST_SLOW_SECONDS", "1")
+    monkeypatch.setenv("DEUZ_TEST_SLOW_STEP", "1")
+    monkeypatch.setattr(leases, "renew", lambda lease: True)
+    run = services.start_run(agent="slow", messages=PROMPT)
+    with override_settings(DEUZ={**settings.DEUZ, "LEASE_SECONDS": 0.5}):
+        outcome = services.resume_run(run.run_id)
+    assert outcome.error is not None
+    assert "lapsed" in outcome.error
+    assert "slow:2:start" not in effects()  # stopped after step 1's tool
+    run.refresh_from_db()
+    assert (run.status, run.lease_owner) == ("running", "")
+    assert services.recoverable_runs(0) == [run.run_id]
+    connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_taking_a_lease_never_waits_behind_a_stalled_legs_transaction() -> None:
     """A stalled leg holds the run row in an open write transaction. Taking the lease
     answers "busy" at once; a taker that waited instead would hit this test's short lock
