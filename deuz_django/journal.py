@@ -14,10 +14,10 @@ from functools import cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connection, transaction
+from django.db import connection
 
 from .conf import deuz_settings
-from .connections import once_more_if_broken
+from .connections import bounded_atomic, once_more_if_broken
 from .core.journal import JournalFenced, Record, StreamJournal
 from .models import Run, StreamEntry
 from .store import Lease
@@ -82,7 +82,7 @@ class DatabaseJournal:
     ) -> list[Exception | None]:
         errors: list[Exception | None] = []
         rows: list[tuple[int, int, str]] = []
-        with transaction.atomic():
+        with bounded_atomic():
             held = self._held_leases([fence for _, _, fence in batches])
             for stream_id, records, fence in batches:
                 error = self._check(stream_id, records, fence, held)

@@ -2,7 +2,9 @@
 
 A step costs one round trip per write: recording its turn is one statement (the lease
 check, the ``INSERT`` and the replaced turn's calls gone, :mod:`.boundary_write`), each
-call's start one ``INSERT`` and its outcome one ``UPDATE``. Loads happen only when a
+call's start one ``INSERT`` and its outcome one ``UPDATE``. None opens a transaction, so
+none can be left open by a process that freezes (a leg taking the run over would wait
+behind its rows). Loads happen only when a
 leg resumes. The run's and the step's primary keys are remembered, so no write looks
 them up twice. Each is tried once more on a new connection when this thread's
 connection broke; every one is safe to repeat (a turn replaces itself, a recorded start
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
+from django.db import connection
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from . import boundary_write
@@ -73,14 +76,9 @@ class DjangoStepJournal:
 
     def record_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
         # A call in doubt that runs again (an idempotent tool) keeps its start row.
-        RunCall.objects.bulk_create(
-            [
-                RunCall(
-                    step_id=self._step_pk(run_id, step_index), tool_call_id=tool_call_id
-                )
-            ],
-            ignore_conflicts=True,
-        )
+        # One statement: ``bulk_create`` wraps its INSERT in a transaction.
+        with connection.cursor() as cursor:
+            cursor.execute(_START, [self._step_pk(run_id, step_index), tool_call_id])
 
     def record_outcome(
         self,
@@ -196,6 +194,13 @@ class DjangoStepJournal:
                 )
             self._steps[(run_id, step_index)] = pk
         return pk
+
+
+_START = (
+    f"INSERT INTO {RunCall._meta.db_table} "
+    "(step_id, tool_call_id, finished, result, is_error) "
+    "VALUES (%s, %s, false, '', false) ON CONFLICT (step_id, tool_call_id) DO NOTHING"
+)
 
 
 def _stored_run_pk(run_id: str) -> int | None:
