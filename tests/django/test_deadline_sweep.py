@@ -8,11 +8,13 @@ Time is frozen by moving the rows' times back, never by sleeping."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection, connections, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -310,6 +312,43 @@ def test_a_verdict_landing_between_the_sweeps_read_and_its_write_wins(ann: Any) 
         is None
     )
     assert approval(run, "send_email").status == "approved"
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="row locks: SQLite locks the whole file, and every writer waits for it",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_call_another_transaction_holds_is_left_to_the_next_sweep() -> None:
+    """A verdict being recorded (or a stalled process's transaction) holds a due call's
+    row: the sweep goes on without waiting for it — the sweeper runs recovery too — and
+    a later sweep times the call out. One that waited would hit this test's short lock
+    timeout and fail with a database error instead."""
+    run = suspended("timed")
+    let_time_pass(run, 2 * HOUR)  # send_email is due to time out
+    email = approval(run, "send_email")
+    locked, release = threading.Event(), threading.Event()
+
+    def verdict_in_flight() -> None:
+        with transaction.atomic():
+            Approval.objects.select_for_update().filter(pk=email.pk).first()
+            locked.set()
+            release.wait(30)
+        connections.close_all()
+
+    thread = threading.Thread(target=verdict_in_flight)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        assert deadline_sweep.sweep().timed_out == []
+    finally:
+        release.set()
+        thread.join()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert deadline_sweep.sweep().timed_out == labels(run, "e1")
 
 
 def test_a_timeout_after_an_escalation_moved_the_deadline_is_not_written() -> None:

@@ -20,9 +20,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from deuz_django import leases, services
+from deuz_django.claims import claim
 from deuz_django.exceptions import LeaseLost, RunBusy
 from deuz_django.models import Approval, Run
 from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
+from tests.api.support import approval, started
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT, stored_rows
 from tests.reliability.crash_agent import STEPS
@@ -142,6 +144,41 @@ def test_taking_a_lease_never_waits_behind_a_stalled_legs_transaction() -> None:
     assert leases.acquire(run.run_id, "recovery").owner == "recovery"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_never_waits_behind_a_transaction_holding_the_runs_approvals(
+    make_user: Callable[..., Any],
+) -> None:
+    """A verdict being recorded (or a stalled process's transaction) holds one of a
+    suspended run's approval rows. A claim that settles the rows ("resume now") reads
+    the run as busy at once and gives its lease back; one that waited would hit this
+    test's short lock timeout and fail with a database error instead."""
+    run = started(make_user("ann"))
+    row = approval(run, "r1")
+    locked, release = threading.Event(), threading.Event()
+
+    def verdict_in_flight() -> None:
+        with transaction.atomic():
+            if connection.vendor == "sqlite":
+                Approval.objects.filter(pk=row.pk).update(reason="deciding")
+            else:
+                Approval.objects.select_for_update().filter(pk=row.pk).first()
+            locked.set()
+            release.wait(30)
+        connections.close_all()
+
+    thread = threading.Thread(target=verdict_in_flight)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        with _short_lock_timeout(), pytest.raises(RunBusy):
+            claim(run.run_id, deny_remaining=True)
+    finally:
+        release.set()
+        thread.join()
+    assert Run.objects.get(pk=run.pk).lease_owner == ""  # the lease is given back
+    assert approval(run, "r1").is_pending  # nothing written
+
+
 @contextmanager
 def _short_lock_timeout() -> Iterator[None]:
     """Waiting for a lock fails after 2 s on this thread's connection instead of the
@@ -183,9 +220,9 @@ def _heal(run: Run) -> None:
     """What recovery does once the paused leg's lease lapsed: continue the run here, a
     person saying "it happened" to any call the pause left in doubt."""
     while (outcome := services.resume_run(run.run_id)).status == "suspended":
-        for approval in Approval.objects.filter(run=run, status="pending"):
+        for pending in Approval.objects.filter(run=run, status="pending"):
             record_verdict(
-                approval,
+                pending,
                 None,
                 Verdict(approved=True, result=RecordedResult("done")),
                 operator="ops",
