@@ -1,15 +1,19 @@
 """No stale leg acts: a leg checks its lease before every model call and tool, a dead
 connection is replaced, renewals that keep failing abort the leg before its lease can
-lapse, and taking a lease never waits behind a stalled leg's transaction."""
+lapse, and neither taking a lease nor a claim waits behind a stalled transaction — a
+process frozen inside its checkpoint transaction holds up no recovery, and its own run
+is recovered once PostgreSQL ends that transaction (issue #27, item 10)."""
 
 from __future__ import annotations
 
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +31,7 @@ from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
 from tests.api.support import approval, started
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT, stored_rows
+from tests.reliability.conftest import Children
 from tests.reliability.crash_agent import STEPS
 
 
@@ -310,3 +315,148 @@ def test_a_leg_whose_connection_is_terminated_reconnects_and_repeats_nothing(
     assert [line for line in log if line.startswith("VIOLATION")] == []
     run.refresh_from_db()
     assert (run.status, run.last_error) == ("completed", "")
+
+
+# -- a process frozen inside its checkpoint transaction -------------------------------
+
+STALL_LEASE = 2.0  # seconds
+STALL_SECONDS = 60.0
+
+
+def _generations(run_ids: list[str]) -> dict[str, int]:
+    return dict(
+        Run.objects.filter(run_id__in=run_ids).values_list("run_id", "lease_generation")
+    )
+
+
+def _idle_in_transaction() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'idle in transaction' AND pid <> pg_backend_pid()"
+        )
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def _session_gone(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone() is None
+
+
+def _settle_in_doubt() -> bool:
+    """A person says "it happened" to every call a stop left in doubt; whether every
+    run is completed."""
+    for pending in Approval.objects.filter(status="pending"):
+        record_verdict(
+            pending,
+            None,
+            Verdict(approved=True, result=RecordedResult("done")),
+            operator="ops",
+        )
+    return not Run.objects.roots().exclude(status="completed").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leg_frozen_inside_its_checkpoint_transaction_holds_up_no_recovery(
+    children: Children, effects: Callable[[], list[str]], tmp_path: Path
+) -> None:
+    """Issue #27's stall harness, with real processes on PostgreSQL and a 2 s lease. A
+    server process SIGSTOPs itself for 60 s inside a run's checkpoint transaction, the
+    run's row locked (``idle in transaction``); at that moment the process running three
+    more runs dies (SIGKILL), so they queue for recovery behind the frozen one. Another
+    server's sweeper recovers them within two lease lengths of the stop — the locked row
+    is skipped, never waited for — and PostgreSQL ends the frozen transaction once it sat
+    idle for a lease length, after which the stopped run is recovered within two lease
+    lengths too. Woken, the frozen process acts no more: its save fails on the session
+    the server ended, and its leg stops."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and idle_in_transaction_session_timeout: PostgreSQL's")
+    lease = {"DEUZ_LEASE_SECONDS": str(STALL_LEASE)}
+    stalled, others = "stalled", ["other-0", "other-1", "other-2"]
+    runs = [stalled, *others]
+    for run_id in [*runs, "healer-own"]:
+        services.start_run(
+            agent="crashy",
+            messages=[{"role": "user", "content": run_id}],
+            run_id=run_id,
+        )
+    frozen = children(
+        [stalled],
+        **lease,
+        DEUZ_TEST_STOP_IN_SAVE=f"{stalled}:1",
+        # Its first model call takes 6 s: time for the healer to start meanwhile.
+        DEUZ_TEST_PAUSE_AT="model:0",
+        DEUZ_TEST_PAUSE_SECONDS="6",
+    )
+    doomed = children(
+        others, **lease, DEUZ_TEST_PAUSE_AT="model:0", DEUZ_TEST_PAUSE_SECONDS="600"
+    )
+    wait_until(lambda: all(_generations(runs).values()), "the processes' leases")
+    # A server that sweeps: its own run gives it an event loop, on which recovered
+    # legs run side by side.
+    healer = children(
+        ["healer-own"],
+        **lease,
+        DEUZ_RECOVERY_INTERVAL="0.2",
+        DEUZ_RECOVERY_BACKOFF="0.05",
+    )
+    wait_until(lambda: _generations(["healer-own"])["healer-own"], "the healer")
+    try:
+        wait_until(
+            lambda: f"stopped:{stalled}:1" in effects(),
+            "the process to stop in its checkpoint transaction",
+        )
+        doomed.kill()
+        stopped_at = time.monotonic()
+        at_stop = _generations(runs)
+        [session] = wait_until(_idle_in_transaction, "its session idle in transaction")
+        seen: dict[str, float] = {}  # seconds after the stop: when each was seen
+
+        def observe() -> bool:
+            now, generations = time.monotonic() - stopped_at, _generations(runs)
+            if "ended" not in seen and _session_gone(session):
+                seen["ended"] = now
+            for run_id in runs:
+                if run_id not in seen and generations[run_id] > at_stop[run_id]:
+                    seen[run_id] = now
+            return len(seen) == len(runs) + 1
+
+        wait_until(observe, "every run's recovery and the frozen transaction's end")
+        others_after = max(seen[run_id] for run_id in others)
+        print(
+            f"stall: others recovered {others_after:.2f} s after the stop; the frozen "
+            f"transaction ended after {seen['ended']:.2f} s, its run recovered "
+            f"{seen[stalled] - seen['ended']:.2f} s later (lease {STALL_LEASE} s)"
+        )
+        assert seen[stalled] >= seen["ended"]  # never while its row was locked
+        assert others_after <= 2 * STALL_LEASE
+        assert seen[stalled] - seen["ended"] <= 2 * STALL_LEASE
+
+        wait_until(_settle_in_doubt, "every run to complete")
+        assert healer.poll() is None
+        before = effects()
+        time.sleep(max(0.0, STALL_SECONDS - (time.monotonic() - stopped_at)))
+    finally:
+        frozen.send_signal(signal.SIGCONT)
+    log = tmp_path / "child-0.log"
+    wait_until(
+        lambda: f"checkpoint save failed for '{stalled}#1'" in log.read_text(),
+        "the woken process to give its save up",
+    )
+    wait_until(
+        lambda: f"lease on run {stalled} was taken over" in log.read_text(),
+        "the woken process's leg to stop",
+    )
+
+    woken = effects()[len(before) :]
+    assert [line for line in woken if line.endswith(":start")] == []  # no tool started
+    assert [line for line in woken if line.startswith("model:")] == []  # no model call
+    assert [line for line in effects() if line.startswith("VIOLATION")] == []
+    roles = ["user", *["assistant", "tool"] * STEPS, "assistant"]
+    for run_id in [*runs, "healer-own"]:
+        run = Run.objects.get(run_id=run_id)
+        assert (run.status, run.journal_open) == ("completed", False), run_id
+        assert stored_rows(run) == list(enumerate(roles)), (
+            run_id
+        )  # none lost or doubled
