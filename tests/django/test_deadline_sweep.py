@@ -8,13 +8,12 @@ Time is frozen by moving the rows' times back, never by sleeping."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -24,7 +23,14 @@ from deuz_django.exceptions import ApprovalAlreadyDecided
 from deuz_django.models import Approval, ApprovalKind, Run, StandingRule
 from deuz_django.verdicts import record_timeout
 
-from .run_support import approval, let_time_pass, suspended, tool_results
+from .run_support import (
+    approval,
+    held_elsewhere,
+    let_time_pass,
+    short_lock_timeout,
+    suspended,
+    tool_results,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -326,28 +332,9 @@ def test_a_call_another_transaction_holds_is_left_to_the_next_sweep() -> None:
     timeout and fail with a database error instead."""
     run = suspended("timed")
     let_time_pass(run, 2 * HOUR)  # send_email is due to time out
-    email = approval(run, "send_email")
-    locked, release = threading.Event(), threading.Event()
-
-    def verdict_in_flight() -> None:
-        with transaction.atomic():
-            Approval.objects.select_for_update().filter(pk=email.pk).first()
-            locked.set()
-            release.wait(30)
-        connections.close_all()
-
-    thread = threading.Thread(target=verdict_in_flight)
-    thread.start()
-    try:
-        assert locked.wait(10)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
+    verdict_in_flight = Approval.objects.filter(run=run, approval_id="e1")
+    with held_elsewhere(verdict_in_flight), short_lock_timeout():
         assert deadline_sweep.sweep().timed_out == []
-    finally:
-        release.set()
-        thread.join()
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
     assert deadline_sweep.sweep().timed_out == labels(run, "e1")
 
 

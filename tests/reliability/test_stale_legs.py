@@ -7,11 +7,9 @@ is recovered once PostgreSQL ends that transaction (issue #27, item 10)."""
 from __future__ import annotations
 
 import signal
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 from django.test import override_settings
 from django.utils import timezone
 
@@ -30,7 +28,12 @@ from deuz_django.models import Approval, Run
 from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
 from tests.api.support import approval, started
 from tests.django.processes import start_manage, wait_until
-from tests.django.run_support import PROMPT, stored_rows
+from tests.django.run_support import (
+    PROMPT,
+    held_elsewhere,
+    short_lock_timeout,
+    stored_rows,
+)
 from tests.reliability.conftest import Children
 from tests.reliability.crash_agent import STEPS
 
@@ -124,28 +127,13 @@ def test_taking_a_lease_never_waits_behind_a_stalled_legs_transaction() -> None:
     answers "busy" at once; a taker that waited instead would hit this test's short lock
     timeout and fail with a database error rather than ``RunBusy``."""
     run = _run()
-    locked, release = threading.Event(), threading.Event()
-
-    def stalled_leg() -> None:
-        with transaction.atomic():
-            if connection.vendor == "sqlite":
-                # SQLite locks the whole file: a write makes this the one writer.
-                Run.objects.filter(pk=run.pk).update(title="stalled")
-            else:
-                Run.objects.select_for_update().filter(pk=run.pk).first()
-            locked.set()
-            release.wait(30)
-        connections.close_all()
-
-    thread = threading.Thread(target=stalled_leg)
-    thread.start()
-    try:
-        assert locked.wait(10)
-        with _short_lock_timeout(), pytest.raises(RunBusy):
-            leases.acquire(run.run_id, "recovery")
-    finally:
-        release.set()
-        thread.join()
+    stalled_leg = Run.objects.filter(pk=run.pk)
+    with (
+        held_elsewhere(stalled_leg, title="stalled"),
+        short_lock_timeout(),
+        pytest.raises(RunBusy),
+    ):
+        leases.acquire(run.run_id, "recovery")
     assert leases.acquire(run.run_id, "recovery").owner == "recovery"
 
 
@@ -158,52 +146,15 @@ def test_a_claim_never_waits_behind_a_transaction_holding_the_runs_approvals(
     the run as busy at once and gives its lease back; one that waited would hit this
     test's short lock timeout and fail with a database error instead."""
     run = started(make_user("ann"))
-    row = approval(run, "r1")
-    locked, release = threading.Event(), threading.Event()
-
-    def verdict_in_flight() -> None:
-        with transaction.atomic():
-            if connection.vendor == "sqlite":
-                Approval.objects.filter(pk=row.pk).update(reason="deciding")
-            else:
-                Approval.objects.select_for_update().filter(pk=row.pk).first()
-            locked.set()
-            release.wait(30)
-        connections.close_all()
-
-    thread = threading.Thread(target=verdict_in_flight)
-    thread.start()
-    try:
-        assert locked.wait(10)
-        with _short_lock_timeout(), pytest.raises(RunBusy):
-            claim(run.run_id, deny_remaining=True)
-    finally:
-        release.set()
-        thread.join()
+    verdict_in_flight = Approval.objects.filter(run=run, approval_id="r1")
+    with (
+        held_elsewhere(verdict_in_flight, reason="deciding"),
+        short_lock_timeout(),
+        pytest.raises(RunBusy),
+    ):
+        claim(run.run_id, deny_remaining=True)
     assert Run.objects.get(pk=run.pk).lease_owner == ""  # the lease is given back
     assert approval(run, "r1").is_pending  # nothing written
-
-
-@contextmanager
-def _short_lock_timeout() -> Iterator[None]:
-    """Waiting for a lock fails after 2 s on this thread's connection instead of the
-    configured timeout (PostgreSQL's ``lock_timeout``, SQLite's busy timeout)."""
-    connection.ensure_connection()
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA busy_timeout = 2000")
-        try:
-            yield
-        finally:
-            connection.close()  # the next query reconnects with the configured timeout
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
-        try:
-            yield
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
 
 
 # -- real processes ------------------------------------------------------------------
