@@ -59,6 +59,7 @@ def test_a_transaction_of_the_app_left_idle_for_a_lease_is_ended_by_the_server()
         connection.close()
 
 
+@override_settings(DEUZ={**settings.DEUZ, "LEASE_SECONDS": 30})
 def test_a_transaction_the_caller_opened_keeps_its_own_limits() -> None:
     with transaction.atomic(), bounded_atomic(wait_for_locks=False):
         assert _setting("idle_in_transaction_session_timeout") == "0"
