@@ -16,23 +16,28 @@ A sweep takes, oldest first and at most ``PER_SWEEP`` of each:
 
 Each step is an ``UPDATE`` conditional on the row as the step found it, so any number of
 processes may sweep at once and each call is reminded, escalated and timed out once; a
-verdict racing a deadline either wins or is refused. Signals go out once their write
-commits: at most once (a process that dies in between sends nothing). A process that
-dies between timing a call out and continuing its run leaves a suspended run with
-nothing undecided, which the recovery sweep continues.
+verdict racing a deadline either wins or is refused. A step never waits for its row: one
+another transaction holds (a verdict being recorded, or a stalled process's) is left to
+the next sweep, so the sweeper — recovery's too — is never held up behind it. Signals
+go out once their write commits: at most once (a process that dies in between sends
+nothing). A process that dies between timing a call out and continuing its run leaves
+a suspended run with nothing undecided, which the recovery sweep continues.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
+from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
 from . import continuation
+from .connections import bounded_atomic, locked
 from .deadlines import timeout_reason
 from .exceptions import RunBusy, RunNotResumable
 from .leases import Lease
@@ -79,10 +84,10 @@ def act_on_due(now: datetime | None = None) -> DeadlineReport:
     for row in due:
         label = f"{row.run.run_id}:{row.approval_id}"
         if row.escalates:
-            if _escalate(row, now):
+            if _unless_locked(_escalate, row, now):
                 report.escalated.append(label)
             continue
-        decision = _time_out(row, now)
+        decision = _unless_locked(_time_out, row, now)
         if decision is not None:
             report.timed_out.append(label)
             if decision.run_ready and row.run.run_id not in report.ready:
@@ -95,9 +100,24 @@ def act_on_due(now: datetime | None = None) -> DeadlineReport:
         .order_by("remind_at", "pk")[:PER_SWEEP]
     )
     for row in reminders:
-        if _remind(row, now):
+        if _unless_locked(_remind, row, now):
             report.reminded.append(f"{row.run.run_id}:{row.approval_id}")
     return report
+
+
+def _unless_locked[T](
+    step: Callable[[Approval, datetime], T], row: Approval, now: datetime
+) -> T | None:
+    """``step`` on ``row`` in a transaction that does not wait for the row; ``None``
+    when another transaction holds it."""
+    try:
+        with bounded_atomic(wait_for_locks=False):
+            return step(row, now)
+    except OperationalError as error:
+        if not locked(error):
+            raise
+        logger.info("deuz: approval %s is locked; the next sweep sees to it", row.pk)
+        return None
 
 
 def _escalate(row: Approval, now: datetime) -> bool:

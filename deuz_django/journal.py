@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connection, transaction
+from django.db import connection
 
 from .conf import deuz_settings
-from .connections import once_more_if_broken
+from .connections import bounded_atomic, once_more_if_broken
 from .core.journal import JournalFenced, Record, StreamJournal
 from .leases import Lease
 from .models import Run, StreamEntry
@@ -24,19 +25,34 @@ from .models import Run, StreamEntry
 KNOWN_RUNS = 10_000  # runs whose row and next seq the database journal remembers
 
 
+@dataclass(slots=True)
+class _Appends:
+    """The appends of one event loop waiting for their round trip, and the task making
+    it (``None`` between rounds, so the loop it ran on can be collected)."""
+
+    pending: list[tuple[str, list[Record], object, asyncio.Future[None]]] = field(
+        default_factory=list
+    )
+    flusher: asyncio.Task[None] | None = None
+
+
 class DatabaseJournal:
     """Records as ``StreamEntry`` rows of the root run.
 
-    Appends from every leg in this process are coalesced: while one INSERT is in flight,
-    what the other runs append waits and goes into the next, one transaction for all. With
-    a hundred runs streaming, that is a few dozen inserts a second, not thousands.
+    Appends from every leg on an event loop are coalesced: while one INSERT is in
+    flight, what the other runs append waits and goes into the next, one transaction for
+    all. With a hundred runs streaming, that is a few dozen inserts a second, not
+    thousands. Each event loop has its own round: a process may run legs on several (a
+    worker runs each leg's task on a loop of its own, a sweep without a server's loop
+    closes journals on another), and a future is only ever resolved by its own loop.
     """
 
     def __init__(self) -> None:
         self._run_pks: dict[str, int] = {}
         self._next_seq: dict[str, int] = {}
-        self._pending: list[tuple[str, list[Record], object, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._appends: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, _Appends
+        ] = weakref.WeakKeyDictionary()
 
     def _run_pk(self, stream_id: str) -> int | None:
         pk = self._run_pks.get(stream_id)
@@ -66,7 +82,7 @@ class DatabaseJournal:
     ) -> list[Exception | None]:
         errors: list[Exception | None] = []
         rows: list[tuple[int, int, str]] = []
-        with transaction.atomic():
+        with bounded_atomic():
             held = self._held_leases([fence for _, _, fence in batches])
             for stream_id, records, fence in batches:
                 error = self._check(stream_id, records, fence, held)
@@ -168,29 +184,37 @@ class DatabaseJournal:
     ) -> None:
         if not records:
             return
-        done = asyncio.get_running_loop().create_future()
-        self._pending.append((stream_id, list(records), fence, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush())
+        loop = asyncio.get_running_loop()
+        appends = self._appends.get(loop)
+        if appends is None:
+            appends = self._appends[loop] = _Appends()
+        done = loop.create_future()
+        appends.pending.append((stream_id, list(records), fence, done))
+        if appends.flusher is None or appends.flusher.done():
+            appends.flusher = asyncio.ensure_future(self._flush(appends))
         await done
 
-    async def _flush(self) -> None:
-        while self._pending:
-            taken, self._pending = self._pending, []
-            batches = [
-                (stream_id, records, fence) for stream_id, records, fence, _ in taken
-            ]
-            try:
-                errors = await sync_to_async(self._append_many)(batches)
-            except Exception as error:
-                errors = [error] * len(taken)
-            for (_, _, _, done), error in zip(taken, errors, strict=True):
-                if done.done():
-                    continue
-                if error is None:
-                    done.set_result(None)
-                else:
-                    done.set_exception(error)
+    async def _flush(self, appends: _Appends) -> None:
+        try:
+            while appends.pending:
+                taken, appends.pending = appends.pending, []
+                batches = [
+                    (stream_id, records, fence)
+                    for stream_id, records, fence, _ in taken
+                ]
+                try:
+                    errors = await sync_to_async(self._append_many)(batches)
+                except Exception as error:
+                    errors = [error] * len(taken)
+                for (_, _, _, done), error in zip(taken, errors, strict=True):
+                    if done.done():
+                        continue
+                    if error is None:
+                        done.set_result(None)
+                    else:
+                        done.set_exception(error)
+        finally:
+            appends.flusher = None
 
     async def read(
         self, stream_id: str, after: int = -1, limit: int = 1000

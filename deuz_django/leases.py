@@ -7,8 +7,10 @@ check a leg makes immediately before every model call and tool execution.
 
 Taking a lease never waits behind another transaction: a run row locked by a stalled leg
 (an open transaction in a paused process) is skipped (``SKIP LOCKED``) and reads as busy,
-so recovery moves on to the next run instead of blocking. SQLite locks the whole file,
-not rows: there a taker waits at most the database's busy timeout, then reads busy too.
+so recovery moves on to the next run instead of blocking — and the stalled transaction
+ends within a lease length (:func:`~deuz_django.connections.bounded_atomic`), so the run
+is recovered then. SQLite locks the whole file, not rows: there a taker waits at most
+the database's busy timeout, then reads busy too.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
-from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db import DatabaseError, OperationalError, connection
 from django.db.models import Q
 from django.utils import timezone
 
 from .conf import deuz_settings
-from .connections import once_more_if_broken
+from .connections import bounded_atomic, locked, once_more_if_broken
 from .core import Usage
 from .exceptions import LeaseLost, RunBusy, RunNotFound, RunStopped
 from .models import Run
@@ -66,13 +68,16 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
     The conditional ``UPDATE`` is the compare-and-set: it matches only while no live lease
     exists, so of any number of concurrent callers exactly one changes the row. The row
     is first locked with ``SKIP LOCKED`` (where the database has it), so a row another
-    transaction holds is busy at once rather than waited for.
+    transaction holds is busy at once rather than waited for. The lock is ``FOR UPDATE``,
+    not ``FOR NO KEY UPDATE``, on purpose: a transaction that inserted rows of the run
+    (its journal's, whose foreign key locks the run ``FOR KEY SHARE``) makes the run busy
+    too — a leg that took it would wait behind that transaction's rows.
     """
     owner = owner or new_owner()
     now = timezone.now()
     free = Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
     try:
-        with transaction.atomic():
+        with bounded_atomic():
             found = (
                 Run.objects.select_for_update(skip_locked=True)
                 .filter(free, run_id=run_id)
@@ -92,7 +97,7 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
                 ):
                     generation = current + 1
     except OperationalError as error:
-        if not _file_locked(error):
+        if not locked(error):
             raise
         raise RunBusy(run_id) from error
     if generation is None:
@@ -100,12 +105,6 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
             raise RunNotFound(f"No run '{run_id}'.")
         raise RunBusy(run_id)
     return Lease(run_id, owner, generation)
-
-
-def _file_locked(error: OperationalError) -> bool:
-    """SQLite's "database is locked": another connection kept its write transaction open
-    past the busy timeout."""
-    return connection.vendor == "sqlite" and "locked" in str(error)
 
 
 def renew(lease: Lease) -> bool:
@@ -179,22 +178,23 @@ def lease_fence(
                 f"Lease on run '{lease.run_id}' could not be confirmed ({error})",
             )
         if held is None:
-            lost(LeaseLost, f"Lease on run '{lease.run_id}' was taken over")
+            lost(LeaseLost, f"Lease on run '{lease.run_id}' lapsed or was taken over")
         if held.stop_requested:
-            lost(RunStopped, f"Run '{lease.run_id}' was asked to stop")
+            stopping = Run.objects.select_related("stopped_by").named(lease.run_id)
+            lost(RunStopped, stopping.get().stop_description)
         if limits is not None:
             cost = (
                 None if price is None or limits.cost_usd is None else price(held.usage)
             )
             problem = limits.step_problem(held.step_index, held.usage, cost)
             if problem is not None:
-                lost(RunStopped, f"Run '{lease.run_id}' stops: {problem}", problem)
+                lost(RunStopped, f"Stopped by the system: {problem}.", problem)
 
     def lost(kind: type[LeaseLost | RunStopped], why: str, limit: str = "") -> NoReturn:
         error = (
             LeaseLost(f"{why}; this leg stops here.")
             if kind is LeaseLost
-            else RunStopped(f"{why}; this leg stops here.", limit=limit)
+            else RunStopped(why, limit=limit)
         )
         if on_lost is not None:
             on_lost(error)

@@ -223,8 +223,9 @@ async def run_leg(
     which it renews while it runs and releases after.
 
     A checkpoint save that fails stops the leg at once (nothing more runs with nothing
-    durable recorded) and leaves the run to recovery; so does a shutdown (SIGTERM), at the
-    leg's next boundary. Either way the lease is released for another process.
+    durable recorded) and leaves the run to recovery; so does a lease found lapsed (the
+    process was held up past it: a GC pause, a stopped VM) and a shutdown (SIGTERM), at
+    the leg's next boundary. Either way the lease is released for another process.
     """
     run_id = lease.run_id
     controller = controller or AbortController()
@@ -266,16 +267,18 @@ async def run_leg(
                 reason = stop
             except Exception as exc:
                 error = str(exc) or type(exc).__name__
-            if isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
-                error = str(reason)
             if isinstance(reason, RunStopped):
                 error = None  # a stop is not a failure: the outcome says stopped
                 if reason.limit:
                     await _database(
                         stopping.stop_by_system, run_id, _sentence(reason.limit)
                     )
-            elif isinstance(reason, CheckpointSaveFailed):
-                # The database may be back: recovery retries from the last saved boundary.
+            elif isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
+                # Not the run's failure: recovery continues it from its last boundary
+                # (the database may be back; a lease that lapsed while this leg was
+                # held up is free). A lease taken over is the new holder's: this
+                # release, fenced by generation, leaves its row alone.
+                error = str(reason)
                 released.update(last_error=error[:2000], recover_after=timezone.now())
             elif isinstance(reason, ProcessStopping):
                 pass  # handed over: another process continues the run at once

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
 from django.dispatch import Signal
 from django.tasks import task
 from django.utils import timezone
 
 from . import deliveries, signals
 from .conf import deuz_settings
+from .connections import bounded_atomic
 from .deliveries import Delivery, DeliveryStatus
 from .notifiers import DeliveryFailed, Event, Notifier, entries, load_notifier
 
@@ -84,7 +84,7 @@ def notify(event: Event) -> list[Delivery]:
         if not notifier.wants(event):
             continue
         try:
-            with transaction.atomic():
+            with bounded_atomic():
                 created += Delivery.objects.bulk_create(notifier.deliveries(event))
         except Exception:
             logger.exception(

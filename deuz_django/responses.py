@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError
 from django.utils import timezone
 
-from .exceptions import RunNotResumable
+from .connections import bounded_atomic, locked
+from .exceptions import RunBusy, RunNotResumable
 from .models import Approval, ApprovalStatus, Run
 from .verdicts import (
     EXPIRED_REASON,
@@ -32,13 +33,21 @@ def collect_verdicts(
 
     Rows too old to decide are recorded ``expired``; with ``deny_remaining`` ("resume
     now") the undecided rest are recorded ``denied``. Without it an undecided row makes
-    the run not resumable yet, and nothing is written.
+    the run not resumable yet, and nothing is written. A claim makes this write, so it
+    never waits behind another transaction holding one of the rows (a verdict being
+    recorded, or a stalled process's): the run is :class:`RunBusy` instead.
     """
     ids = waiting_ids(run)
     if not ids:
         return []
-    with transaction.atomic():  # the rows marked expired or denied: all, or none
-        return _verdicts_of(run, ids, deny_remaining=deny_remaining, user=user)
+    try:
+        # The rows marked expired or denied: all, or none.
+        with bounded_atomic(wait_for_locks=False):
+            return _verdicts_of(run, ids, deny_remaining=deny_remaining, user=user)
+    except OperationalError as error:
+        if not locked(error):
+            raise
+        raise RunBusy(run.run_id) from error
 
 
 def _verdicts_of(

@@ -2,7 +2,9 @@
 
 A step costs one round trip per write: recording its turn is one statement (the lease
 check, the ``INSERT`` and the replaced turn's calls gone, :mod:`.boundary_write`), each
-call's start one ``INSERT`` and its outcome one ``UPDATE``. Loads happen only when a
+call's start one ``INSERT`` and its outcome one ``UPDATE``. None opens a transaction, so
+none can be left open by a process that freezes (a leg taking the run over would wait
+behind its rows). Loads happen only when a
 leg resumes. The run's and the step's primary keys are remembered, so no write looks
 them up twice. Each is tried once more on a new connection when this thread's
 connection broke; every one is safe to repeat (a turn replaces itself, a recorded start
@@ -19,12 +21,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import boundary_write
-from .connections import once_more_if_broken
+from .connections import bounded_atomic, once_more_if_broken
 from .core import Message
 from .core.approvals import input_digest
 from .core.durable import (
@@ -100,18 +102,22 @@ class DjangoStepJournal:
         step_pk = self._step_pk(run_id, step_index)
         if self.executions is not None:
             self.executions.admit(tool_name)
+        now = timezone.now()
+        if authorization is None:
+            # A call in doubt that runs again (an idempotent tool) keeps its start row.
+            # One statement: ``bulk_create`` wraps its INSERT in a transaction.
+            started_at = connection.ops.adapt_datetimefield_value(now)
+            with connection.cursor() as cursor:
+                cursor.execute(_START, [step_pk, tool_call_id, tool_name, started_at])
+            return
         started = RunCall(
             step_id=step_pk,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
-            started_at=timezone.now(),
+            started_at=now,
         )
-        if authorization is None:
-            # A call in doubt that runs again (an idempotent tool) keeps its start row.
-            RunCall.objects.bulk_create([started], ignore_conflicts=True)
-            return
         try:
-            with transaction.atomic():
+            with bounded_atomic():
                 _start_on_decision(started, authorization)
         except IntegrityError:
             raise UnauthorizedExecution(
@@ -342,6 +348,14 @@ def authorization_problem(
     if approved != authorization.input_digest:
         return "the input about to run is not the input it approved"
     return None
+
+
+_START = (
+    f"INSERT INTO {RunCall._meta.db_table} "
+    "(step_id, tool_call_id, tool_name, started_at, finished, result, is_error) "
+    "VALUES (%s, %s, %s, %s, false, '', false) "
+    "ON CONFLICT (step_id, tool_call_id) DO NOTHING"
+)
 
 
 def _stored_run_pk(run_id: str) -> int | None:

@@ -23,10 +23,10 @@ import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.db import transaction
 from django.utils import timezone
 
 from . import leases
+from .connections import bounded_atomic
 from .core import AbortController, ErrorPart
 from .exceptions import RunBusy, RunNotFound, RunNotStoppable, RunStopped
 from .leases import Lease
@@ -119,7 +119,7 @@ def apply_requested_stop(lease: Lease) -> bool:
     calls of its current ask are ``cancelled``, in one transaction (``False``: none
     was asked for, or it took effect already)."""
     now = timezone.now()
-    with transaction.atomic():
+    with bounded_atomic():
         run = (
             Run.objects.select_related("stopped_by")
             .named(lease.run_id)

@@ -32,12 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from . import boundary_write
-from .connections import once_more_if_broken
+from .connections import bounded_atomic, once_more_if_broken
 from .core import Message
 from .core.approvals import ToolApprovalRequest
 from .core.durable import (
@@ -127,7 +126,7 @@ class DjangoSessionStore:
                 self._remember(run_id, remembered.pk, checkpoint)
                 return
             remembered = None  # another writer changed the row: the digests decide
-        with transaction.atomic():
+        with bounded_atomic():
             if remembered is not None and self._write_run(
                 remembered.pk, checkpoint, expected=remembered
             ):
@@ -150,7 +149,7 @@ class DjangoSessionStore:
         """A new run's row, with ``columns`` and its first checkpoint, and its history:
         two inserts (a start has no stored row to compare with). Raises
         ``IntegrityError`` when the run id is taken."""
-        with transaction.atomic():
+        with bounded_atomic():
             run = Run.objects.create(
                 run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
             )

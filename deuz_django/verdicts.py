@@ -39,11 +39,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .conf import deuz_settings
+from .connections import bounded_atomic
 from .core import tracing
 from .core.durable import ApprovalSigner, create_approval_signer, token_problem
 from .core.durable.codec import decode_json, encode_json
@@ -345,7 +345,7 @@ def record_verdict(
         status, reason = ApprovalStatus.APPROVED, verdict.reason
     else:
         status, reason = ApprovalStatus.DENIED, verdict.reason
-    with transaction.atomic():
+    with bounded_atomic():
         updated = _write(
             approval,
             Q(),

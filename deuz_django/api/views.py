@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.http import QueryDict
 from django.urls import reverse
@@ -20,6 +19,7 @@ from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ..connections import bounded_atomic
 from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
 from ..models import (
     Approval,
@@ -217,7 +217,7 @@ class RunVerdictsView(DeuzAPIView):
         run = self.get_run()
         batch = read_batch(request.data)
         checked = check_batch(request.user, run, batch["verdicts"])
-        with transaction.atomic():
+        with bounded_atomic():
             decisions = [
                 record_verdict(approval, request.user, verdict)
                 for verdict, approval in checked

@@ -16,6 +16,8 @@ The hierarchy::
     ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
     ├── UnauthorizedExecution     a call was about to run on a decision that does not
     │                             authorize it (another call's, or one used already)
+    ├── JournalFenced             (core.journal) a stale leg's append, refused
+    ├── JournalUnavailable        (core.journal) a leg's end the journal could not store
     └── WebhookSignatureError     a webhook's signature is missing, malformed or forged
         └── WebhookSignatureExpired  ... or valid but too old (or new): a replay
 

@@ -94,6 +94,13 @@ class JournalFenced(DeuzError):
     code = "journal_fenced"
 
 
+class JournalUnavailable(DeuzError):
+    """The journal kept failing as a leg ended: the leg's end is not journaled, and
+    readers wait for it until someone journals it."""
+
+    code = "journal_unavailable"
+
+
 def is_done(data: str) -> bool:
     return data == DONE
 
@@ -185,14 +192,24 @@ class JournalWriter:
         self._wakeup.set()
 
     async def close(self) -> int:
-        """End the leg: journal the ``done`` sentinel and flush. Returns its seq."""
+        """End the leg: journal the ``done`` sentinel and flush. Returns its seq.
+
+        Raises :class:`JournalUnavailable` when the journal failed ``CLOSE_ATTEMPTS``
+        times in a row meanwhile: the end must be journaled again later (the Django
+        app leaves it to its recovery sweep). A fenced writer returns: the stream is
+        another leg's, which ends it."""
         self._append_record(DONE)
+        sentinel = self.next_seq - 1
         self._closing = True
         self._wakeup.set()
         if self._nap is not None and not self._nap.done():
             self._nap.set_result(None)  # the leg's end is not held for the grid
         if self._task is not None:
             await self._task
+        if self.last_stored < sentinel and not self.fenced:
+            raise JournalUnavailable(
+                f"journal {self.stream_id!r}: the leg's end was not journaled"
+            )
         return self.last_stored
 
     def _until_next_tick(self, now: float) -> float:

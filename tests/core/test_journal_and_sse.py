@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from deuz_django.core import Deps, Tool
+from deuz_django.core import journal as journal_module
 from deuz_django.core.durable import (
     DurableSession,
     create_approval_signer,
@@ -17,7 +18,12 @@ from deuz_django.core.durable import (
     resume_stream_from_checkpoint,
 )
 from deuz_django.core.generate import StreamChatResult, stream_chat
-from deuz_django.core.journal import DONE, InMemoryJournal, JournalWriter
+from deuz_django.core.journal import (
+    DONE,
+    InMemoryJournal,
+    JournalUnavailable,
+    JournalWriter,
+)
 from deuz_django.core.sse import (
     Encoder,
     WireVersion,
@@ -313,6 +319,25 @@ async def test_a_failing_append_is_retried_so_nothing_is_lost() -> None:
     writer.add_ui({"type": "text-delta", "text": "a"})
     await writer.close()
     assert [seq for seq, _ in await journal.read("s")] == [0, 1, 2]
+
+
+async def test_a_close_whose_end_the_journal_could_not_store_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whoever ends the stream learns that its end is not journaled (and must journal
+    it later), instead of a close that returns as if readers will see ``done``."""
+    monkeypatch.setattr(journal_module, "RETRY_SECONDS", 0.001)
+
+    class Down(InMemoryJournal):
+        async def append(
+            self, stream_id: str, records: Any, *, fence: object = None
+        ) -> None:
+            raise OSError("the database went away")
+
+    writer = JournalWriter(Down(), "s", next_seq=0)
+    writer.add_ui({"type": "text-delta", "text": "a"})
+    with pytest.raises(JournalUnavailable, match="end was not journaled"):
+        await writer.close()
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.db.models import F
+from django.db import connection, connections, transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from deuz_django import services
@@ -125,3 +129,54 @@ async def until_done(ws: WebsocketCommunicator) -> list[dict[str, Any]]:
     while not frames or frames[-1].get("type") != "done":
         frames.append(await ws.receive_json_from(timeout=5))
     return frames
+
+
+@contextmanager
+def held_elsewhere(rows: QuerySet[Any], **sqlite_write: Any) -> Iterator[None]:
+    """``rows`` held by another thread's open transaction until the block ends, as a
+    stalled process or a verdict in flight holds them: locked on PostgreSQL; on SQLite,
+    which locks the whole file, written (``sqlite_write``), making it the one writer."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                if connection.vendor == "sqlite":
+                    rows.update(**sqlite_write)
+                else:
+                    list(rows.select_for_update())
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        yield
+    finally:
+        release.set()
+        thread.join()
+
+
+@contextmanager
+def short_lock_timeout() -> Iterator[None]:
+    """Waiting for a lock fails after 2 s on this thread's connection instead of the
+    configured timeout (PostgreSQL's ``lock_timeout``, SQLite's busy timeout)."""
+    connection.ensure_connection()
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA busy_timeout = 2000")
+        try:
+            yield
+        finally:
+            connection.close()  # the next query reconnects with the configured timeout
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")

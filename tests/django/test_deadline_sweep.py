@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -22,7 +23,14 @@ from deuz_django.exceptions import ApprovalAlreadyDecided
 from deuz_django.models import Approval, ApprovalKind, Run, StandingRule
 from deuz_django.verdicts import record_timeout
 
-from .run_support import approval, let_time_pass, suspended, tool_results
+from .run_support import (
+    approval,
+    held_elsewhere,
+    let_time_pass,
+    short_lock_timeout,
+    suspended,
+    tool_results,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -310,6 +318,24 @@ def test_a_verdict_landing_between_the_sweeps_read_and_its_write_wins(ann: Any) 
         is None
     )
     assert approval(run, "send_email").status == "approved"
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="row locks: SQLite locks the whole file, and every writer waits for it",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_call_another_transaction_holds_is_left_to_the_next_sweep() -> None:
+    """A verdict being recorded (or a stalled process's transaction) holds a due call's
+    row: the sweep goes on without waiting for it — the sweeper runs recovery too — and
+    a later sweep times the call out. One that waited would hit this test's short lock
+    timeout and fail with a database error instead."""
+    run = suspended("timed")
+    let_time_pass(run, 2 * HOUR)  # send_email is due to time out
+    verdict_in_flight = Approval.objects.filter(run=run, approval_id="e1")
+    with held_elsewhere(verdict_in_flight), short_lock_timeout():
+        assert deadline_sweep.sweep().timed_out == []
+    assert deadline_sweep.sweep().timed_out == labels(run, "e1")
 
 
 def test_a_timeout_after_an_escalation_moved_the_deadline_is_not_written() -> None:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 import redis
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import connections
 
 from deuz_django import journal as journal_module
+from deuz_django.core.journal import DONE
 from deuz_django.core.testing.contracts import StreamJournalContract
 from deuz_django.journal import DatabaseJournal, RedisJournal
 from deuz_django.models import Run
@@ -100,6 +103,48 @@ async def test_a_long_lived_database_journal_remembers_a_bounded_number_of_runs(
             (0, '{"type":"start"}'),
             (1, '{"type":"finish"}'),
         ]
+
+
+def test_an_append_on_one_event_loop_never_waits_for_another_loops_round_trip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker runs each leg on an event loop of its own, and its sweeper closes the
+    journals dead processes left open on another. The sweeper's append completes on
+    its loop while a leg's round trip is in flight on the other (when one round served
+    every loop, the sweeper's append joined the leg's and was resolved from the leg's
+    thread, which never woke the sweeper's loop: that sweep, and every later one of the
+    process, waited forever, and the journal stayed open)."""
+    Run.objects.create(run_id="run-leg", agent="scripted")
+    Run.objects.create(run_id="run-ended", agent="scripted")
+    journal = DatabaseJournal()
+    in_flight, finish = threading.Event(), threading.Event()
+    append_many = journal._append_many
+
+    def slow_for_the_leg(batches: list[Any]) -> list[Exception | None]:
+        if any(stream_id == "run-leg" for stream_id, _, _ in batches):
+            in_flight.set()
+            finish.wait(30)
+        return append_many(batches)
+
+    monkeypatch.setattr(journal, "_append_many", slow_for_the_leg)
+
+    def leg() -> None:
+        async_to_sync(journal.append)("run-leg", [(0, '{"type":"start"}')])
+        connections.close_all()
+
+    async def close_the_ended_run() -> None:
+        await asyncio.wait_for(journal.append("run-ended", [(0, DONE)]), 10)  # a guard
+
+    thread = threading.Thread(target=leg)
+    thread.start()
+    try:
+        assert in_flight.wait(10)
+        async_to_sync(close_the_ended_run)()
+        assert journal.read_sync("run-ended") == [(0, DONE)]
+    finally:
+        finish.set()
+        thread.join(30)
+    assert journal.read_sync("run-leg") == [(0, '{"type":"start"}')]
 
 
 async def test_a_leg_whose_lease_was_taken_over_cannot_append_to_the_journal() -> None:

@@ -15,18 +15,23 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
-from django.test import override_settings
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import OperationalError
+from django.test import AsyncClient, override_settings
 from django.utils import timezone
 
 from deuz_django import recovery, services
-from deuz_django.journal import get_journal
+from deuz_django.core import journal as core_journal
+from deuz_django.core.journal import DONE, is_done
+from deuz_django.journal import DatabaseJournal, get_journal
 from deuz_django.models import Approval, Run
 from deuz_django.store import DjangoSessionStore
 from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT
+from tests.django.test_sse import frames, read_body
+from tests.reliability.conftest import Children
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -138,6 +143,75 @@ def test_a_journal_left_open_by_a_dead_process_is_closed_for_its_readers() -> No
     run.refresh_from_db()
     assert (run.journal_open, run.lease_owner) == (False, "")
     assert recovery.sweep().journals_closed == []  # once
+
+
+def test_a_leg_whose_end_the_journal_could_not_store_leaves_its_journal_to_the_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database fails as the leg ends: the run stays marked ``journal_open`` (a
+    close that gave up once marked it closed, and its readers never got ``done``), and
+    the sweep journals the end once the database is back."""
+    monkeypatch.setattr(core_journal, "RETRY_SECONDS", 0.001)
+    append_many = DatabaseJournal._append_many
+
+    def down_at_the_end(self: DatabaseJournal, batches: list[Any]) -> Any:
+        if any(is_done(data) for _, records, _ in batches for _, data in records):
+            raise OperationalError("the database went away")
+        return append_many(self, batches)
+
+    monkeypatch.setattr(DatabaseJournal, "_append_many", down_at_the_end)
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    services.resume_run(run.run_id)
+    run.refresh_from_db()
+    assert (run.status, run.journal_open, run.lease_owner) == ("completed", True, "")
+
+    monkeypatch.setattr(DatabaseJournal, "_append_many", append_many)
+    abandon(run)
+    Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
+    assert recovery.sweep().journals_closed == [run.run_id]
+    journal = get_journal()
+    last = async_to_sync(journal.last_seq)(run.run_id)
+    assert last is not None
+    assert async_to_sync(journal.read)(run.run_id, last - 1, 1) == [(last, DONE)]
+    run.refresh_from_db()
+    assert not run.journal_open
+
+
+async def test_a_leg_killed_after_its_final_checkpoint_ends_its_sse_followers_stream(
+    children: Children, make_user: Callable[..., Any]
+) -> None:
+    """The leg's process SIGKILLs itself right after saving the run's final checkpoint,
+    before journaling the leg's end: the run is completed and its journal open. An SSE
+    follower of it gets ``[DONE]`` once the sweep of a worker-like process (no event
+    loop of its own: it closes journals through ``async_to_sync``) closes the journal."""
+    owner = await sync_to_async(make_user)("ann")
+    run = await services.astart_run(  # ``crashy`` knows its run by its prompt
+        agent="crashy",
+        messages=[{"role": "user", "content": "final"}],
+        run_id="final",
+        owner=owner,
+    )
+    leg = children(["final"], DEUZ_LEASE_SECONDS="1", DEUZ_TEST_KILL_AFTER_FINAL="1")
+    assert await asyncio.to_thread(leg.wait, 60) == -signal.SIGKILL
+    run = await Run.objects.aget(pk=run.pk)
+    assert (run.status, run.journal_open) == ("completed", True)
+    journal = get_journal()
+    last = await journal.last_seq("final")
+    assert last is not None
+    assert not is_done((await journal.read("final", last - 1, 1))[0][1])
+
+    client = AsyncClient()
+    await client.aforce_login(owner)
+    response = await client.get("/api/deuz/runs/final/stream")
+    follower = asyncio.ensure_future(read_body(response))
+    await asyncio.sleep(0.5)  # the follower waits on the open journal
+    assert not follower.done()
+    children([], DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.2")
+    body = await asyncio.wait_for(follower, 60)  # a guard, not a timing
+    got = frames(body)
+    assert got[-1][1] == "[DONE]"
+    assert [seq for seq, _ in got] == list(range(len(got)))
+    assert not (await Run.objects.aget(pk=run.pk)).journal_open
 
 
 def test_a_finished_leg_leaves_no_journal_open(

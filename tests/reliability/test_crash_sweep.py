@@ -18,13 +18,9 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import IO
+from collections.abc import Callable
 
 import pytest
 from django.db import connections
@@ -33,13 +29,13 @@ from django.utils import timezone
 from deuz_django import services
 from deuz_django.models import Approval, Run
 from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
-from tests.django.processes import manage_env, wait_until
+from tests.django.processes import wait_until
 from tests.django.run_support import stored_rows, tool_results
+from tests.reliability.conftest import Children
 from tests.reliability.crash_agent import FINAL_ANSWER, STEPS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 KILLED_RUNS = 100  # distinct runs that were mid-leg at a kill, at least
 NEW_RUNS_PER_PROCESS = 8
 MAX_PROCESSES = 60
@@ -49,34 +45,6 @@ SWEEP_ENV = {
     "DEUZ_RECOVERY_BACKOFF": "0.05",
     "DEUZ_RECOVERY_MAX_ATTEMPTS": "1000",
 }
-
-
-@pytest.fixture
-def children(tmp_path: Path) -> Iterator[Callable[[list[str]], subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    logs: list[IO[str]] = []
-
-    def start(run_ids: list[str]) -> subprocess.Popen[str]:
-        log = (tmp_path / f"child-{len(started)}.log").open("w")
-        logs.append(log)
-        child = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.crash_child", *run_ids],
-            cwd=ROOT,
-            env=manage_env(**SWEEP_ENV),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        started.append(child)
-        return child
-
-    yield start
-    for child in started:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-    for log in logs:
-        log.close()
 
 
 def holders(pid: int) -> list[str]:
@@ -109,7 +77,7 @@ def settle_in_doubt(rng: random.Random) -> Counter[str]:
 
 @pytest.mark.parametrize("agent", ["crashy", "crashy_reconciling"])
 def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothing(
-    children: Callable[[list[str]], subprocess.Popen[str]],
+    children: Children,
     effects: Callable[[], list[str]],
     agent: str,
 ) -> None:
@@ -131,7 +99,7 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
                 run_id=run_id,
             )
         run_ids += new
-        child = children(new)
+        child = children(new, **SWEEP_ENV)
         processes += 1
         pid = child.pid
         wait_until(lambda: holders(pid), "the process to take its runs")  # noqa: B023
@@ -149,7 +117,7 @@ def test_runs_killed_at_random_moments_heal_without_an_operator_and_repeat_nothi
         agent=agent, messages=[{"role": "user", "content": last}], run_id=last
     )
     run_ids.append(last)
-    final = children([last])
+    final = children([last], **SWEEP_ENV)
 
     def healed() -> bool:
         open_runs = Run.objects.roots().exclude(status__in=("completed", "suspended"))

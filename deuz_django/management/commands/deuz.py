@@ -32,11 +32,11 @@ from typing import Any, NoReturn
 
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 from django.utils import timezone
 
 from ... import services
 from ...conf import deuz_settings
+from ...connections import bounded_atomic
 from ...exceptions import (
     ApprovalAlreadyDecided,
     InvalidVerdict,
@@ -340,7 +340,7 @@ class Command(BaseCommand):
         run = _get_run(run_id)
         if deciding:
             decider = ShellDecider.named(as_user=as_user, operator=operator or "")
-            with transaction.atomic():  # every verdict is recorded, or none
+            with bounded_atomic():  # every verdict is recorded, or none
                 for approval_id, approved in [(a, True) for a in approve] + [
                     (d, False) for d in deny
                 ]:
