@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
 
 from .models import Run, RunCall, RunMessage, RunStep
 
@@ -168,6 +169,30 @@ def record_turn(
             return None
         cursor.execute(f"DELETE FROM {_CALL} WHERE step_id = %s", [found[0]])
     return int(found[0])
+
+
+def record_start(
+    step_pk: int, tool_call_id: str, tool_name: str, lease: Lease | None
+) -> bool:
+    """Record that a call is about to execute, while ``lease`` is held: one statement
+    (``bulk_create`` would wrap its ``INSERT`` in a transaction). A start recorded
+    already is kept (an idempotent call in doubt runs again under it). ``False`` when
+    the lease was taken over: the call must not run."""
+    db = _database()
+    held, held_params = ("true", []) if lease is None else _held(db, lease, lock=False)
+    started_at = db.ops.adapt_datetimefield_value(timezone.now())
+    with db.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_CALL} "
+            "(step_id, tool_call_id, tool_name, started_at, finished, result, is_error) "
+            f"SELECT %s, %s, %s, %s, false, '', false WHERE {held} "
+            "ON CONFLICT (step_id, tool_call_id) DO NOTHING",
+            [step_pk, tool_call_id, tool_name, started_at, *held_params],
+        )
+        if cursor.rowcount == 1 or lease is None:
+            return True
+        cursor.execute(f"SELECT {held}", held_params)  # a start kept, or not ours?
+        return bool(cursor.fetchone()[0])
 
 
 def _database() -> BaseDatabaseWrapper:

@@ -18,10 +18,10 @@ starts and outcomes are recorded: they say what really happened).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
-from django.db import IntegrityError, connection
+from django.db import IntegrityError
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
@@ -38,11 +38,9 @@ from .core.durable import (
 )
 from .core.durable.codec import decode_json, encode_json
 from .exceptions import LeaseLost, RunNotFound, RunStopped
+from .leases import Lease, held_by
 from .models import Approval, ApprovalStatus, Run, RunCall, RunStep
 from .run_limits import RunLimits
-
-if TYPE_CHECKING:
-    from .leases import Lease
 
 
 class DjangoStepJournal:
@@ -77,12 +75,7 @@ class DjangoStepJournal:
             run_pk, step_index, basis, data, self.lease
         )
         if step_pk is None:
-            lease = self.lease
-            assert lease is not None
-            raise LeaseLost(
-                f"Lease generation {lease.generation} on run '{lease.run_id}' was "
-                f"taken over; this leg may not record step turns of '{run_id}'."
-            )
+            self._lost(run_id, "record step turns of")
         self._steps[(run_id, step_index)] = step_pk
 
     def record_start(
@@ -102,22 +95,22 @@ class DjangoStepJournal:
         step_pk = self._step_pk(run_id, step_index)
         if self.executions is not None:
             self.executions.admit(tool_name)
-        now = timezone.now()
         if authorization is None:
-            # A call in doubt that runs again (an idempotent tool) keeps its start row.
-            # One statement: ``bulk_create`` wraps its INSERT in a transaction.
-            started_at = connection.ops.adapt_datetimefield_value(now)
-            with connection.cursor() as cursor:
-                cursor.execute(_START, [step_pk, tool_call_id, tool_name, started_at])
+            if not boundary_write.record_start(
+                step_pk, tool_call_id, tool_name, self.lease
+            ):
+                self._lost(run_id, f"start call {tool_call_id} of")
             return
         started = RunCall(
             step_id=step_pk,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
-            started_at=now,
+            started_at=timezone.now(),
         )
         try:
             with bounded_atomic():
+                if self.lease is not None and not _still_held(self.lease):
+                    self._lost(run_id, f"start call {tool_call_id} of")
                 _start_on_decision(started, authorization)
         except IntegrityError:
             raise UnauthorizedExecution(
@@ -215,6 +208,14 @@ class DjangoStepJournal:
 
     # -- internals ------------------------------------------------------------------------
 
+    def _lost(self, run_id: str, act: str) -> NoReturn:
+        lease = self.lease
+        assert lease is not None
+        raise LeaseLost(
+            f"Lease generation {lease.generation} on run '{lease.run_id}' was taken "
+            f"over; this leg may not {act} '{run_id}'."
+        )
+
     def _loaded(self, run_id: str, step: RunStep) -> JournalStep:
         self._runs[run_id] = step.run_id
         self._steps[(run_id, step.step_index)] = step.pk
@@ -292,6 +293,12 @@ class ExecutionCounts:
         )
 
 
+def _still_held(lease: Lease) -> bool:
+    """The lease is still this leg's, its run row locked against a takeover until the
+    start commits."""
+    return Run.objects.select_for_update().filter(held_by(lease)).exists()
+
+
 def _start_on_decision(started: RunCall, authorization: Authorization) -> None:
     """Insert ``started`` on its decision, after checking the decision authorizes it
     (the same call starting again on the same decision is the same execution)."""
@@ -348,14 +355,6 @@ def authorization_problem(
     if approved != authorization.input_digest:
         return "the input about to run is not the input it approved"
     return None
-
-
-_START = (
-    f"INSERT INTO {RunCall._meta.db_table} "
-    "(step_id, tool_call_id, tool_name, started_at, finished, result, is_error) "
-    "VALUES (%s, %s, %s, %s, false, '', false) "
-    "ON CONFLICT (step_id, tool_call_id) DO NOTHING"
-)
 
 
 def _stored_run_pk(run_id: str) -> int | None:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from deuz_django import services
 from deuz_django.core import Deps, Message, TextPart, ToolContext, ToolUsePart
 from deuz_django.core.approvals import input_digest
+from deuz_django.core.durable import Authorization
 from deuz_django.core.durable.codec import decode_json
 from deuz_django.core.testing.contracts import StepJournalContract
 from deuz_django.core.testing.contracts.step_journal import PAY_INPUT
@@ -109,6 +110,43 @@ def test_a_fenced_journal_refuses_a_turn_once_the_lease_was_taken_over() -> None
     held = DjangoStepJournal(lease=Lease("run-1", "new", 2))
     held.record_turn("run-1", 0, 1, _turn("a"))
     assert held.load_step("run-1", 0) is not None
+
+
+@pytest.mark.django_db
+def test_a_stale_leg_never_starts_a_call_once_its_lease_was_taken_over() -> None:
+    """A leg frozen between its fence and a call's start, woken after a takeover: the
+    start is refused (and so the call does not run), with or without a decision."""
+    run = Run.objects.create(
+        run_id="run-1", agent="demo", lease_owner="new", lease_generation=2
+    )
+    held = DjangoStepJournal(lease=Lease("run-1", "new", 2))
+    held.record_turn("run-1", 0, 1, _turn("a", "b"))
+    decision = Approval.objects.create(
+        run=run,
+        approval_id="b",
+        step_index=1,
+        tool_call_id="b",
+        tool_name="pay",
+        input={"usd": 5},
+        input_digest=input_digest({"usd": 5}),
+        status=ApprovalStatus.APPROVED,
+        decided_at=timezone.now(),
+    )
+    stale = DjangoStepJournal(lease=Lease("run-1", "old", 1))
+    with pytest.raises(LeaseLost):
+        stale.record_start("run-1", 0, "a", tool_name="pay")
+    with pytest.raises(LeaseLost):
+        stale.record_start(
+            "run-1",
+            0,
+            "b",
+            tool_name="pay",
+            authorization=Authorization(str(decision.pk), input_digest({"usd": 5})),
+        )
+    assert not RunCall.objects.exists()
+    held.record_start("run-1", 0, "a", tool_name="pay")
+    held.record_start("run-1", 0, "a", tool_name="pay")  # kept: the same execution
+    assert RunCall.objects.count() == 1
 
 
 # -- a call a crash left in doubt ------------------------------------------------------
