@@ -42,6 +42,7 @@ from .responses import collect_verdicts, settle_max_age_ms
 from .signals import run_completed, run_failed, run_suspended, send_on_commit
 from .step_journal import ExecutionCounts
 from .store import DjangoSessionStore
+from .suspensions import record_suspension
 from .verdicts import approval_signer, current_pending
 
 logger = logging.getLogger("deuz_django")
@@ -328,6 +329,7 @@ async def _start(
         on_lease_lost=controller.abort,
         on_save_failed=save_failed,
         on_saved=lambda: draining.stop_at_boundary(run_id, controller),
+        on_suspended=record_suspension,
         run=run,
     )
     store.step_journal.executions = ExecutionCounts(run, limits)

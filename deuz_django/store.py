@@ -51,7 +51,6 @@ from .exceptions import LeaseLost, RunNotFound
 from .leases import Lease
 from .models import Run, RunMessage
 from .step_journal import DjangoStepJournal
-from .suspensions import record_suspension
 
 _REMEMBERED_RUNS = 1000
 
@@ -84,6 +83,10 @@ class DjangoSessionStore:
 
     ``save``/``load``/``delete``/``list`` are sync; ``asave``/``aload``/``adelete``/``alist``
     their async twins (the loop calls those, so the ORM never blocks the event loop).
+
+    A root run's suspended checkpoint calls ``on_suspended(run_pk, checkpoint)`` inside
+    its save's transaction: what the suspension asks of people is bookkeeping above
+    storage, which a leg supplies (:func:`deuz_django.suspensions.record_suspension`).
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class DjangoSessionStore:
         on_lease_lost: Callable[[BaseException], None] | None = None,
         on_save_failed: Callable[[BaseException], None] | None = None,
         on_saved: Callable[[], None] | None = None,
+        on_suspended: Callable[[int, AgentCheckpoint], None] | None = None,
         run: Run | None = None,
     ) -> None:
         """``run``: the row a leg just read under ``lease`` — its first load of that run
@@ -102,6 +106,7 @@ class DjangoSessionStore:
         self.on_lease_lost = on_lease_lost
         self.on_save_failed = on_save_failed
         self.on_saved = on_saved
+        self.on_suspended = on_suspended
         self.step_journal = DjangoStepJournal(lease=lease, run_pk=self._run_pk)
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
         self._lock = threading.Lock()
@@ -141,8 +146,9 @@ class DjangoSessionStore:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
                 _insert_messages(pk, messages, start)
-            if checkpoint.status == "suspended" and not is_child_run_id(run_id):
-                record_suspension(pk, checkpoint)
+            suspended = checkpoint.status == "suspended"
+            if suspended and self.on_suspended and not is_child_run_id(run_id):
+                self.on_suspended(pk, checkpoint)
         self._remember(run_id, pk, checkpoint)
 
     def create(self, checkpoint: AgentCheckpoint, **columns: Any) -> Run:

@@ -25,6 +25,7 @@ from deuz_django.core.testing.contracts import SessionStoreContract, make_checkp
 from deuz_django.leases import acquire
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
 from deuz_django.store import DjangoSessionStore
+from deuz_django.suspensions import record_suspension
 
 WRITE = re.compile(r'\b(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?', re.IGNORECASE)
 SETS = re.compile(r'UPDATE "deuz_django_run" SET (.*?) WHERE')
@@ -380,7 +381,7 @@ def test_a_suspended_root_checkpoint_records_one_approval_row_per_pending_call()
 ):
     """Per ask: saving the same suspended boundary again keeps its rows; a child's
     checkpoint records none (its calls are asked through its root's)."""
-    store = DjangoSessionStore()
+    store = DjangoSessionStore(on_suspended=record_suspension)
     for _ in range(2):
         store.save(
             make_checkpoint(
@@ -408,7 +409,7 @@ def test_a_suspended_root_checkpoint_records_one_approval_row_per_pending_call()
 @pytest.mark.django_db
 def test_a_call_asked_again_at_a_later_boundary_gets_a_row_of_its_own() -> None:
     """A model that re-uses a call id asks anew: the earlier ask's verdict is history."""
-    store = DjangoSessionStore()
+    store = DjangoSessionStore(on_suspended=record_suspension)
     for step in (1, 2):
         store.save(
             make_checkpoint(
@@ -459,3 +460,19 @@ def test_a_sub_agent_run_inherits_its_parents_agent_and_owner(make_user: Any) ->
         owner,
         Run.objects.get(run_id="run-own").pk,
     )
+
+
+@pytest.mark.django_db
+def test_a_store_alone_keeps_checkpoints_and_asks_nobody() -> None:
+    """Storage sits below the approval layer: what a suspension asks of people is
+    recorded only through the hook a leg supplies."""
+    DjangoSessionStore().save(
+        make_checkpoint(
+            "run-bare",
+            1,
+            status="suspended",
+            pending_approvals=pending("run-bare", "a1"),
+        )
+    )
+    assert Run.objects.get(run_id="run-bare").status == "suspended"
+    assert not Approval.objects.exists()
