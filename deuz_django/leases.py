@@ -26,7 +26,6 @@ from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, OperationalError, connection
-from django.db.models import Q
 from django.utils import timezone
 
 from .conf import deuz_settings
@@ -75,12 +74,12 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
     """
     owner = owner or new_owner()
     now = timezone.now()
-    free = Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
     try:
         with bounded_atomic():
             found = (
                 Run.objects.select_for_update(skip_locked=True)
-                .filter(free, run_id=run_id)
+                .lease_free(now)
+                .filter(run_id=run_id)
                 .values_list("pk", "lease_generation")
                 .first()
             )
@@ -90,7 +89,8 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
                 # The generation read is part of the compare-and-set: the update
                 # matches only if nobody took the lease in between, so the new
                 # generation is known.
-                if Run.objects.filter(free, pk=pk, lease_generation=current).update(
+                free = Run.objects.lease_free(now)
+                if free.filter(pk=pk, lease_generation=current).update(
                     lease_owner=owner,
                     lease_expires_at=now + lease_duration(),
                     lease_generation=current + 1,
@@ -109,14 +109,10 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
 
 def renew(lease: Lease) -> bool:
     """Extend the lease; ``False`` means it was taken over and the leg must stop."""
-    return (
-        Run.objects.filter(
-            run_id=lease.run_id,
-            lease_owner=lease.owner,
-            lease_generation=lease.generation,
-        ).update(lease_expires_at=timezone.now() + lease_duration())
-        == 1
+    extended = Run.objects.held_by(lease).update(
+        lease_expires_at=timezone.now() + lease_duration()
     )
+    return extended == 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +140,6 @@ def holds(lease: Lease) -> Held | None:
     if isinstance(usage, str):  # SQLite's text; psycopg decodes jsonb itself
         usage = json.loads(usage)
     return Held(bool(stop), step_index, Usage.from_json(usage or {}))
-
-
-def held_by(lease: Lease) -> Q:
-    """The run rows ``lease`` still holds (its owner and generation)."""
-    return Q(
-        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    )
 
 
 def lease_fence(
@@ -208,6 +197,4 @@ def lease_fence(
 
 def release(lease: Lease, **changes: Any) -> None:
     """Give the lease up (with ``changes`` to the run row, in the same update)."""
-    Run.objects.filter(
-        run_id=lease.run_id, lease_owner=lease.owner, lease_generation=lease.generation
-    ).update(lease_owner="", lease_expires_at=None, **changes)
+    Run.objects.held_by(lease).update(lease_owner="", lease_expires_at=None, **changes)

@@ -385,9 +385,7 @@ async def _close_stream(stream: LegStream) -> bool:
 def _mark_journal_open(lease: Lease) -> None:
     """The leg's journal is open; and the leg is counted (``Run.legs``), in the same
     update."""
-    Run.objects.filter(leases.held_by(lease)).update(
-        journal_open=True, legs=F("legs") + 1
-    )
+    Run.objects.held_by(lease).update(journal_open=True, legs=F("legs") + 1)
 
 
 def _store_trace(run_id: str, traceparent: str) -> None:
@@ -403,14 +401,7 @@ def _store_trace(run_id: str, traceparent: str) -> None:
 def _record_error(lease: Lease, error: str) -> bool:
     """Keep the failed leg's error on the run; ``False`` when the lease was taken over
     (the run is another process's now, and did not fail)."""
-    return (
-        Run.objects.filter(
-            run_id=lease.run_id,
-            lease_owner=lease.owner,
-            lease_generation=lease.generation,
-        ).update(last_error=error[:2000])
-        == 1
-    )
+    return Run.objects.held_by(lease).update(last_error=error[:2000]) == 1
 
 
 async def _failed_to_start(

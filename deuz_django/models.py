@@ -8,7 +8,8 @@ Messages and journal parts are stored as the checkpoint codec's JSON text (bytes
 from __future__ import annotations
 
 import re
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -34,7 +35,35 @@ class RunStatus(models.TextChoices):
     STOPPED = "stopped", _("stopped")
 
 
+class LeaseHolder(Protocol):
+    """What names a lease on a run row (:class:`deuz_django.leases.Lease`)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def generation(self) -> int: ...
+
+
 class RunQuerySet(models.QuerySet["Run"]):
+    def lease_free(self, now: datetime) -> RunQuerySet:
+        """The runs no live lease holds at ``now``: none was taken, it was released, or
+        it expired."""
+        return self.filter(
+            Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
+        )
+
+    def held_by(self, lease: LeaseHolder) -> RunQuerySet:
+        """The run ``lease`` still holds (its owner and fencing generation)."""
+        return self.filter(
+            run_id=lease.run_id,
+            lease_owner=lease.owner,
+            lease_generation=lease.generation,
+        )
+
     def for_user(self, user: Any) -> RunQuerySet:
         """The root runs ``user`` may see (owner, or staff with the view permission)."""
         return visible_runs(self.roots(), user)

@@ -39,7 +39,7 @@ from typing import Protocol
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import F, Q
+from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
@@ -116,7 +116,7 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
         failed = Run.objects.get(run_id=run_id)
         send_on_commit(run_failed, Run, run=failed, error=failed.last_error)
         raise RecoveryExhausted(run_id)
-    Run.objects.filter(run_id=run_id, lease_generation=lease.generation).update(
+    Run.objects.held_by(lease).update(
         recovery_attempts=F("recovery_attempts") + 1,
         recover_after=now + backoff(attempt),
     )
@@ -191,7 +191,7 @@ def _open_journals() -> list[str]:
     candidates = (
         Run.objects.filter(journal_open=True, updated_at__lt=stale)
         .exclude(status=RunStatus.RUNNING)
-        .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
+        .lease_free(now)
         .order_by("updated_at")
         .values_list("run_id", flat=True)[:JOURNALS_PER_SWEEP]
     )

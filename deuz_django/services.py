@@ -269,10 +269,7 @@ def recoverable_runs(
     """
     now = timezone.now()
     idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
-    lease_free = (
-        Q(lease_owner="") | Q(lease_expires_at__lt=now) | Q(lease_expires_at=None)
-    )
-    candidates = Run.objects.roots().filter(idle, lease_free).order_by("updated_at")
+    candidates = Run.objects.roots().lease_free(now).filter(idle).order_by("updated_at")
     if run_id is not None:
         candidates = candidates.filter(run_id=run_id)
     if due:

@@ -38,7 +38,7 @@ from .core.durable import (
 )
 from .core.durable.codec import decode_json, encode_json
 from .exceptions import LeaseLost, RunNotFound, RunStopped
-from .leases import Lease, held_by
+from .leases import Lease
 from .models import Approval, ApprovalStatus, Run, RunCall, RunStep
 from .run_limits import RunLimits
 
@@ -296,7 +296,7 @@ class ExecutionCounts:
 def _still_held(lease: Lease) -> bool:
     """The lease is still this leg's, its run row locked against a takeover until the
     start commits."""
-    return Run.objects.select_for_update().filter(held_by(lease)).exists()
+    return Run.objects.select_for_update().held_by(lease).exists()
 
 
 def _start_on_decision(started: RunCall, authorization: Authorization) -> None:

@@ -123,7 +123,8 @@ def apply_requested_stop(lease: Lease) -> bool:
         run = (
             Run.objects.select_related("stopped_by")
             .named(lease.run_id)
-            .filter(leases.held_by(lease), stop_requested_at__isnull=False)
+            .held_by(lease)
+            .filter(stop_requested_at__isnull=False)
             .exclude(status__in=FINISHED)
             .first()
         )

@@ -267,13 +267,12 @@ class DjangoSessionStore:
             )
         lease = self.lease
         if lease is not None:
-            held = Q(lease_owner=lease.owner, lease_generation=lease.generation)
+            held = Run.objects.held_by(lease)
             if is_child_run_id(checkpoint.run_id):
-                root = Run.objects.select_for_update().filter(held, run_id=lease.run_id)
-                if not root.exists():
+                if not held.select_for_update().exists():  # the root run's row
                     return False
             else:
-                rows = rows.filter(held)
+                rows = rows.held_by(lease)
         return rows.update(**_run_values(checkpoint)) == 1
 
     @staticmethod
