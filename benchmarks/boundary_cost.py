@@ -134,9 +134,9 @@ def one_step(store: Any, run_id: str, step: int, history: list[tuple[Any, ...]])
 
 def measure_leg(history: list[tuple[Any, ...]], steps: int = STEPS) -> dict[str, Any]:
     """A 1000-step leg of the Django store and its step journal, under a lease."""
-    from deuz_django.leases import acquire
     from deuz_django.models import Run
-    from deuz_django.store import DjangoSessionStore
+    from deuz_django.storage.leases import acquire
+    from deuz_django.storage.store import DjangoSessionStore
 
     run_id = f"bench-{uuid.uuid4().hex}"
     Run.objects.create(run_id=run_id, agent="bench")
@@ -163,7 +163,7 @@ def measure_raw(history: list[tuple[Any, ...]]) -> dict[str, Any]:
     from django.db import connection
 
     from deuz_django.models import Run, RunMessage
-    from deuz_django.store import digest, encode_message
+    from deuz_django.storage.store import digest, encode_message
 
     run = Run.objects.create(run_id=f"bench-raw-{uuid.uuid4().hex}", agent="bench")
     raw = raw_connection()

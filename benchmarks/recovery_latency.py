@@ -79,7 +79,7 @@ def queue_slow_run(site: LiveSite) -> str:
         site.script(
             """
             from deuz_django import services
-            from deuz_django.continuation import continue_run
+            from deuz_django.runs.continuing import continue_run
             run = services.start_run(agent="slow", messages=[{"role": "user",
                 "content": [{"type": "text", "text": "go"}]}])
             continue_run(run.run_id, in_process=False)

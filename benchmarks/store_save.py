@@ -168,7 +168,7 @@ class FullSnapshotStore:
         from django.utils import timezone
 
         from deuz_django.models import Run, RunMessage
-        from deuz_django.store import digest, encode_message
+        from deuz_django.storage.store import digest, encode_message
 
         with transaction.atomic():
             pk = (
@@ -236,7 +236,7 @@ def measure_backend(url: str, delta_only: bool) -> dict[str, Any]:
     """All figures for one database; ``delta_only``: the Django store's saves alone (for
     a ``--baseline`` revision)."""
     configure_django(url)
-    from deuz_django.store import DjangoSessionStore
+    from deuz_django.storage.store import DjangoSessionStore
 
     history = histories(STEPS)
     delta: list[dict[int, float]] = []
@@ -284,7 +284,7 @@ def loop_ratio() -> dict[str, float]:
 
     from deuz_django.core import generate_text, tool
     from deuz_django.core.durable import DurableSession
-    from deuz_django.store import DjangoSessionStore
+    from deuz_django.storage.store import DjangoSessionStore
 
     result = text(PAYLOAD, 0)
 

@@ -10,9 +10,10 @@ class DeuzConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks as deuz_checks
-        from . import notifications, recovery
+        from . import notifications
         from .conf import reload_on_setting_changed
         from .registry import forget_agents_on_setting_changed
+        from .runs import recovery
 
         for check in deuz_checks.ALL:
             checks.register(check, "deuz_django")

@@ -157,7 +157,7 @@ def check_asgi_application(
 
 
 def check_run_limits(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from .run_limits import settings_problem
+    from .runs.limits import settings_problem
 
     problem = settings_problem(deuz_settings.RUN_LIMITS, "DEUZ['RUN_LIMITS']")
     if problem is None:
@@ -199,7 +199,7 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from django.tasks.backends.dummy import DummyBackend
     from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 
-    from .tasks import run_claimed_leg_task
+    from .runs.tasks import run_claimed_leg_task
 
     try:
         backend = task_backends[run_claimed_leg_task.backend]
@@ -236,11 +236,11 @@ def check_task_backend(app_configs: Any = None, **kwargs: Any) -> list[Error]:
 def check_legs_run_by_workers(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
     """A deploy check: with the immediate backend no request waits for a leg (it is
     handed to the server's event loop or a thread:
-    :func:`~deuz_django.continuation.hand_off`), but legs share the web server's
+    :func:`~deuz_django.runs.continuing.hand_off`), but legs share the web server's
     processes, and end with them."""
     from django.tasks.exceptions import InvalidTaskBackend
 
-    from .tasks import runs_in_caller
+    from .runs.tasks import runs_in_caller
 
     try:
         if not runs_in_caller():
@@ -284,7 +284,7 @@ def check_database_driver(app_configs: Any = None, **kwargs: Any) -> list[Error]
 
 
 def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from .notifiers import NotifierConfigError, entries, load_notifier
+    from .notifications.notifiers import NotifierConfigError, entries, load_notifier
 
     try:
         configured = entries()
@@ -312,7 +312,7 @@ HINTS = {"deuz_django.E022": GENERATE_WEBHOOK_SECRET}
 def _link_errors() -> list[Error]:
     from django.urls import NoReverseMatch, reverse
 
-    from .action_links import ROUTE, site_url_problem
+    from .approvals.links import ROUTE, site_url_problem
 
     problem = site_url_problem(deuz_settings.SITE_URL)
     if problem is not None:

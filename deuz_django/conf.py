@@ -27,8 +27,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a leg's lease lasts without renewal (renewed every third of it).
     "LEASE_SECONDS": 30,
     # The stream journal backend.
-    "STREAM_STORE": "deuz_django.journal.DatabaseJournal",
-    # Where RedisJournal keeps its lists (when STREAM_STORE is deuz_django.journal.RedisJournal).
+    "STREAM_STORE": "deuz_django.storage.stream_journal.DatabaseJournal",
+    # Where RedisJournal keeps its lists (when STREAM_STORE is
+    # deuz_django.storage.stream_journal.RedisJournal).
     "STREAM_REDIS_URL": "redis://127.0.0.1:6379/0",
     # Seconds between automatic recovery sweeps in servers and workers; None turns them off.
     "RECOVERY_INTERVAL": 15,
@@ -43,15 +44,15 @@ DEFAULTS: dict[str, Any] = {
     # Automatic decisions (standing rules, grants) in a row on one run; after these a
     # person decides the next call, so a model that keeps asking cannot loop unattended.
     "MAX_AUTOMATIC_DECISIONS": 20,
-    # Limits over a whole run, across its legs (deuz_django.run_limits): STEPS, LEGS,
+    # Limits over a whole run, across its legs (deuz_django.runs.limits): STEPS, LEGS,
     # EXECUTIONS_PER_TOOL, TOKENS, COST_USD; None switches one off. An agent may
     # override them (AgentSpec.limits).
     "RUN_LIMITS": {},
     # Days a completed run's stream journal is kept (``deuz prune`` removes older ones).
     "STREAM_RETENTION_DAYS": 7,
-    # Who is told what, and how (deuz_django.notifiers): a list of entries such as
-    # {"BACKEND": "deuz_django.emails.EmailNotifier"} or {"BACKEND":
-    # "deuz_django.webhooks.WebhookNotifier", "URL": ..., "SECRET": ...}.
+    # Who is told what, and how (deuz_django.notifications.notifiers): a list of entries such as
+    # {"BACKEND": "deuz_django.notifications.emails.EmailNotifier"} or {"BACKEND":
+    # "deuz_django.notifications.webhooks.WebhookNotifier", "URL": ..., "SECRET": ...}.
     "NOTIFIERS": [],
     # The site's address for links sent where no request exists (mails, webhooks):
     # "https://ops.example.com".

@@ -30,13 +30,13 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", _("running")
     SUSPENDED = "suspended", _("suspended")
     COMPLETED = "completed", _("completed")
-    # Stopped by a person, a run-wide limit or a loop (deuz_django.stopping): nothing
+    # Stopped by a person, a run-wide limit or a loop (deuz_django.runs.stopping): nothing
     # continues it.
     STOPPED = "stopped", _("stopped")
 
 
 class LeaseHolder(Protocol):
-    """What names a lease on a run row (:class:`deuz_django.leases.Lease`)."""
+    """What names a lease on a run row (:class:`deuz_django.storage.leases.Lease`)."""
 
     @property
     def run_id(self) -> str: ...
@@ -125,15 +125,15 @@ class Run(models.Model):
     # The run's trace, as a W3C ``traceparent`` (version 00), stored by its first leg when
     # OpenTelemetry records spans; every later leg joins it (deuz_django.core.tracing).
     trace_context = models.CharField(max_length=55, blank=True)
-    # Automatic recovery (deuz_django.recovery): attempts since the last leg that ended
+    # Automatic recovery (deuz_django.runs.recovery): attempts since the last leg that ended
     # cleanly, and when the next may start (set after a failure recovery should retry).
     recovery_attempts = models.PositiveSmallIntegerField(default=0)
     recover_after = models.DateTimeField(null=True, blank=True)
     # A leg opened the stream journal and has not closed it yet (readers wait for "done").
     journal_open = models.BooleanField(default=False)
-    # Legs started (deuz_django.run_limits bounds them over the whole run).
+    # Legs started (deuz_django.runs.limits bounds them over the whole run).
     legs = models.PositiveIntegerField(default=0)
-    # A stop asked for (deuz_django.stopping): when, why, by whom (a user, an operator
+    # A stop asked for (deuz_django.runs.stopping): when, why, by whom (a user, an operator
     # from a shell, or nobody: a run-wide limit or a loop); ``stopped_at`` once it took
     # effect (the run is ``stopped``).
     stop_requested_at = models.DateTimeField(null=True, blank=True)
@@ -148,7 +148,7 @@ class Run(models.Model):
     stop_operator = models.CharField(max_length=150, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
     # The digest of the agent's tool definitions when the run last suspended
-    # (deuz_django.tool_versions): a deploy that changed them since shows on the run.
+    # (deuz_django.approvals.tool_versions): a deploy that changed them since shows on the run.
     tools_fingerprint = models.CharField(max_length=64, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -322,7 +322,7 @@ class ApprovalStatus(models.TextChoices):
     APPROVED = "approved", _("approved")
     DENIED = "denied", _("denied")
     EXPIRED = "expired", _("expired")
-    # The run was stopped before anyone decided (deuz_django.stopping).
+    # The run was stopped before anyone decided (deuz_django.runs.stopping).
     CANCELLED = "cancelled", _("cancelled")
 
 
@@ -403,7 +403,7 @@ class Approval(models.Model):
     # model's). The edit is part of the approving verdict, so its editor is
     # ``decided_by``.
     edited_input = models.JSONField(null=True, blank=True)
-    # Questions for a person (deuz_django.questions): what the call asks (text, and
+    # Questions for a person (deuz_django.approvals.questions): what the call asks (text, and
     # choices or a JSON schema) and the answer its approving verdict gave.
     question = models.JSONField(null=True, blank=True)
     answer = models.JSONField(null=True, blank=True)

@@ -22,9 +22,9 @@ from .core.exceptions import DeuzError
 from .core.tools import coerce_tools
 from .deadlines import Deadline, DeadlineRules
 from .exceptions import InvalidDeadline, UnknownAgent
-from .run_limits import RunLimits
-from .run_limits import configured as configured_limits
-from .run_limits import settings_problem as limits_problem
+from .runs.limits import RunLimits
+from .runs.limits import configured as configured_limits
+from .runs.limits import settings_problem as limits_problem
 
 logger = logging.getLogger("deuz_django")
 
@@ -34,7 +34,7 @@ class AgentSpec:
     """An agent: its model, tools, system prompt and the loop options every leg uses,
     how long its gated calls may wait for a person (:mod:`deuz_django.deadlines`:
     ``deadline`` for every call, ``deadlines`` by tool path) and its overrides of the
-    run-wide limits (:mod:`deuz_django.run_limits`)."""
+    run-wide limits (:mod:`deuz_django.runs.limits`)."""
 
     model: LanguageModel
     tools: Sequence[Tool] | Mapping[str, Tool] = ()

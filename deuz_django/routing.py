@@ -2,6 +2,6 @@
 
 from django.urls import path
 
-from .consumers import RunConsumer
+from .streaming.consumers import RunConsumer
 
 websocket_urlpatterns = [path("ws/deuz/", RunConsumer.as_asgi())]

@@ -2,9 +2,9 @@
 command call to start runs, decide approvals, continue runs and recover crashed ones.
 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
-the run's lease (:mod:`deuz_django.leases`), so exactly one process drives a run at a time
+the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
 and a crash anywhere is recovered by resuming again. Every surface continues a run the
-same way: :func:`continue_run` / :func:`acontinue_run` (:mod:`deuz_django.continuation`).
+same way: :func:`continue_run` / :func:`acontinue_run` (:mod:`deuz_django.runs.continuing`).
 """
 
 from __future__ import annotations
@@ -19,21 +19,7 @@ from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from .continuation import Continuation, acontinue_run, continue_run
-from .core import AbortController, Message
-from .core.durable import AgentCheckpoint
-from .core.messages import coerce_messages
-from .core.usage import EMPTY_USAGE
-from .exceptions import ApprovalExpired, ApprovalNotFound, NotPermitted, RunExists
-from .grants import Allow
-from .journal import get_journal
-from .legs import ABORTED, LegOutcome, PartObserver
-from .models import Approval, ApprovalStatus, Run, RunStatus
-from .permissions import can_stop_run, is_signed_in
-from .registry import load_agent
-from .stopping import request_stop
-from .store import DjangoSessionStore
-from .verdicts import (
+from .approvals.verdicts import (
     EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     Decision,
@@ -46,6 +32,20 @@ from .verdicts import (
     record_verdict,
     state_refusal,
 )
+from .core import AbortController, Message
+from .core.durable import AgentCheckpoint
+from .core.messages import coerce_messages
+from .core.usage import EMPTY_USAGE
+from .exceptions import ApprovalExpired, ApprovalNotFound, NotPermitted, RunExists
+from .models import Approval, ApprovalStatus, Run, RunStatus
+from .permissions import can_stop_run, is_signed_in
+from .registry import load_agent
+from .rules.grants import Allow
+from .runs.continuing import Continuation, acontinue_run, continue_run
+from .runs.legs import ABORTED, LegOutcome, PartObserver
+from .runs.stopping import request_stop
+from .storage.store import DjangoSessionStore
+from .storage.stream_journal import get_journal
 
 __all__ = [
     "ABORTED",
@@ -148,12 +148,12 @@ def decide_approval(
     ``decision.run_ready`` (:func:`continue_run`).
 
     ``result`` answers an ``outcome_unknown`` approval with "it happened, and this was
-    its outcome" (only with ``approved=True``; see :mod:`deuz_django.verdicts`).
+    its outcome" (only with ``approved=True``; see :mod:`deuz_django.approvals.verdicts`).
     ``edited_input`` approves a call of an ``editable`` tool with that input instead;
-    ``allow`` approves and allows the tool's later calls (:mod:`deuz_django.grants`).
-    ``answer`` (with ``approved=True``) answers a question (:mod:`deuz_django.questions`).
+    ``allow`` approves and allows the tool's later calls (:mod:`deuz_django.rules.grants`).
+    ``answer`` (with ``approved=True``) answers a question (:mod:`deuz_django.approvals.questions`).
 
-    The checks of :func:`deuz_django.verdicts.check_verdict`: anonymous users get
+    The checks of :func:`deuz_django.approvals.verdicts.check_verdict`: anonymous users get
     :class:`NotPermitted`; an approval on a run the user may not see is
     :class:`ApprovalNotFound` (never "forbidden", which would confirm it exists).
     ``token`` is what an untrusted client echoed; without it (the admin) the approval's
@@ -236,7 +236,7 @@ def stop_run(
     run_id: str, *, user: Any = None, operator: str = "", reason: str = ""
 ) -> Run:
     """Stop ``run_id`` on behalf of ``user`` — now if no leg holds it, else at that
-    leg's next fence (:mod:`deuz_django.stopping`). A run the user may not see is
+    leg's next fence (:mod:`deuz_django.runs.stopping`). A run the user may not see is
     :class:`RunNotFound`; one they see but may not stop :class:`NotPermitted`; one
     completed or stopped already :class:`RunNotStoppable`. ``operator`` (a name given
     in a shell) stops without the user rules, as ``deuz resume --operator`` decides."""

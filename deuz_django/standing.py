@@ -1,10 +1,10 @@
 """Standing decisions: rules staff keep in the admin, and grants people make while approving.
 
 A :class:`StandingRule` approves or denies the calls of one tool whose input meets its
-condition (:mod:`deuz_django.conditions`), with a reason, until it expires or is switched
+condition (:mod:`deuz_django.rules.conditions`), with a reason, until it expires or is switched
 off. A :class:`Grant` is "approve, and allow this tool": for the rest of the run, or for
 the run owner's runs of that agent for some hours. Both decide with the rights of the
-person who made them, checked again for every call (:mod:`deuz_django.automatic`), so
+person who made them, checked again for every call (:mod:`deuz_django.rules.automatic`), so
 neither ever approves what that person could not — separation of duties included.
 """
 
@@ -19,9 +19,9 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .conditions import Clause, ConditionError, parse_condition, to_text
 from .core.exceptions import DeuzError
 from .registry import agent_names, agent_tools
+from .rules.conditions import Clause, ConditionError, parse_condition, to_text
 
 
 class RuleAction(models.TextChoices):

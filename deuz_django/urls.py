@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import action_views
+from .approvals import link_views as action_views
 
 app_name = "deuz_django"
 

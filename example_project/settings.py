@@ -173,11 +173,13 @@ SILENCED_SYSTEM_CHECKS = ["django_tasks_celery.W001", "django_tasks_celery.W002"
 # ..., "timeout": 10}} (a timeout, so a mail server that never answers holds no worker).
 MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = "Deuz demo <deuz-demo@example.com>"
-notifiers: list[dict[str, Any]] = [{"BACKEND": "deuz_django.emails.EmailNotifier"}]
+notifiers: list[dict[str, Any]] = [
+    {"BACKEND": "deuz_django.notifications.emails.EmailNotifier"}
+]
 if os.environ.get("DEUZ_WEBHOOK_URL"):
     notifiers.append(
         {
-            "BACKEND": "deuz_django.webhooks.WebhookNotifier",
+            "BACKEND": "deuz_django.notifications.webhooks.WebhookNotifier",
             "URL": os.environ["DEUZ_WEBHOOK_URL"],
             "SECRET": os.environ.get("DEUZ_WEBHOOK_SECRET", ""),
         }
@@ -191,9 +193,9 @@ DEUZ = {
     "APPROVAL_MAX_AGE": 24 * 3600,
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # DEUZ_STREAM_STORE=redis keeps stream journals in Redis (REDIS_URL) instead of the DB.
-    "STREAM_STORE": "deuz_django.journal.RedisJournal"
+    "STREAM_STORE": "deuz_django.storage.stream_journal.RedisJournal"
     if os.environ.get("DEUZ_STREAM_STORE") == "redis"
-    else "deuz_django.journal.DatabaseJournal",
+    else "deuz_django.storage.stream_journal.DatabaseJournal",
     "STREAM_REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
     "NOTIFIERS": notifiers,
     "SITE_URL": os.environ.get(

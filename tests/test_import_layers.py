@@ -102,9 +102,9 @@ def test_the_reader_of_cycles_finds_one() -> None:
 
 def test_live_sits_below_the_legs_and_the_run_service() -> None:
     edges = graph()
-    assert "deuz_django.live" in edges["deuz_django.legs"]
-    assert not edges["deuz_django.live"] & {
-        "deuz_django.legs",
+    assert "deuz_django.streaming.live" in edges["deuz_django.runs.legs"]
+    assert not edges["deuz_django.streaming.live"] & {
+        "deuz_django.runs.legs",
         "deuz_django.services",
-        "deuz_django.continuation",
+        "deuz_django.runs.continuing",
     }

@@ -12,9 +12,9 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..approvals.questions import question_of
+from ..approvals.verdicts import is_expired
 from ..models import IN_DOUBT, Approval, ApprovalKind, Run
-from ..questions import question_of
-from ..verdicts import is_expired
 from . import display
 
 

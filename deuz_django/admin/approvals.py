@@ -25,17 +25,11 @@ from .. import services
 from ..exceptions import NotPermitted, RunNotFound, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus
 from ..permissions import STOP_ANY_RUN, decide_refusal, may_decide_some
-from ..transcript import pretty
+from ..runs.transcript import pretty
 from . import display
 from .approval_columns import ApprovalColumns, run_page
 from .base import ReadOnlyAdmin
-from .decisions import (
-    ANSWERS,
-    ReasonForm,
-    VerdictForm,
-    decide,
-    form_problems,
-)
+from .decisions import ANSWERS, ReasonForm, VerdictForm, decide, form_problems
 from .runs import pending_row, stop_message
 from .standing import DeciderFilter
 

@@ -20,6 +20,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from .. import services
+from ..approvals.questions import read_answer
+from ..approvals.verdicts import RecordedResult
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalNotFound,
@@ -29,11 +31,9 @@ from ..exceptions import (
     RunBusy,
     RunNotResumable,
 )
-from ..grants import Allow
 from ..models import Approval, ApprovalKind, Run, RunStatus
-from ..questions import read_answer
+from ..rules.grants import Allow
 from ..standing import GrantScope
-from ..verdicts import RecordedResult
 from .display import decider, exact_time
 
 REASON_MAX_LENGTH = 2000
@@ -71,7 +71,7 @@ class VerdictForm(ReasonForm):
         required=False,
         widget=forms.Textarea(attrs={"rows": 6, "cols": 60}),
     )
-    # "Approve and allow …": a grant for the tool's later calls (deuz_django.grants).
+    # "Approve and allow …": a grant for the tool's later calls (deuz_django.rules.grants).
     allow_scope = forms.ChoiceField(
         label=gettext_lazy("Allow later calls"),
         choices=[("", "—"), *GrantScope.choices],
@@ -109,7 +109,7 @@ class VerdictForm(ReasonForm):
 
     def answer_of(self, approval: Approval) -> Any:
         """The answer an approving verdict gives ``approval``'s question (``None``: none
-        given; :func:`~deuz_django.questions.read_answer` raises ``ValueError``)."""
+        given; :func:`~deuz_django.approvals.questions.read_answer` raises ``ValueError``)."""
         if not self.approved:
             return None
         return read_answer(approval, self.cleaned_data.get("answer", ""))
@@ -337,5 +337,5 @@ def _resume(run: Run) -> tuple[int, str]:
         text = _("Run %(run)s was not resumed: %(detail)s")
         return messages.WARNING, text % {**params, "detail": error}
     # Queued for a worker, or handed to this server's event loop or a thread of it:
-    # never run inside this request (deuz_django.continuation.hand_off).
+    # never run inside this request (deuz_django.runs.continuing.hand_off).
     return messages.SUCCESS, _("Run %(run)s resumed in the background.") % params

@@ -17,16 +17,16 @@ from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from ..approvals.verdicts import expiry_cutoff, is_expired
 from ..core.exceptions import DeuzError
 from ..core.mcp import MCPTool
 from ..core.usage import Usage
 from ..deadlines import escalation_label
-from ..grants import Allow
 from ..models import Approval, Run
 from ..permissions import approval_tool
 from ..registry import agent_pricer
-from ..transcript import compact, pretty
-from ..verdicts import expiry_cutoff, is_expired
+from ..rules.grants import Allow
+from ..runs.transcript import compact, pretty
 
 EMPTY = "—"
 SUMMARY_LENGTH = (

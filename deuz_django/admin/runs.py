@@ -21,17 +21,17 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .. import services
+from ..approvals.questions import question_of
+from ..approvals.verdicts import definition_changes
 from ..conf import deuz_settings
 from ..core.questions import Question
 from ..exceptions import NotPermitted, RunNotStoppable
-from ..grants import Allow, allow_problem, max_hours
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
 from ..permissions import can_stop_run, decide_refusal, edit_refusal, is_editable
-from ..questions import question_of
+from ..rules.grants import Allow, allow_problem, max_hours
+from ..runs.stopping import FINISHED
+from ..runs.transcript import pretty, sections
 from ..standing import GrantScope
-from ..stopping import FINISHED
-from ..transcript import pretty, sections
-from ..verdicts import definition_changes
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
@@ -226,7 +226,7 @@ class RunAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("recovery"))
     def recovery(self, obj: Run) -> str:
-        """Whether automatic recovery retries the run, and when (deuz_django.recovery)."""
+        """Whether automatic recovery retries the run, and when (deuz_django.runs.recovery)."""
         limit = int(deuz_settings.RECOVERY_MAX_ATTEMPTS)
         if obj.recover_after is not None:
             return _(

@@ -19,8 +19,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from ..conditions import ConditionError, parse_condition, parse_text, to_text
 from ..models import ApprovalStatus, Grant, StandingRule
+from ..rules.conditions import ConditionError, parse_condition, parse_text, to_text
 from . import display
 from .base import ReadOnlyAdmin
 

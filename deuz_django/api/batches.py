@@ -12,6 +12,7 @@ from typing import Any
 
 from rest_framework.exceptions import ValidationError
 
+from ..approvals.verdicts import RecordedResult, Verdict, check_verdict
 from ..core.exceptions import Problem
 from ..exceptions import (
     ApprovalAlreadyDecided,
@@ -19,9 +20,8 @@ from ..exceptions import (
     InvalidVerdict,
     NotPermitted,
 )
-from ..grants import Allow
 from ..models import Approval, Run
-from ..verdicts import RecordedResult, Verdict, check_verdict
+from ..rules.grants import Allow
 from .exceptions import (
     Conflict,
     DeuzAPIException,
@@ -32,10 +32,7 @@ from .exceptions import (
     error_item,
     field_problems,
 )
-from .serializers import (
-    VerdictBatchSerializer,
-    check_text,
-)
+from .serializers import VerdictBatchSerializer, check_text
 
 
 def read_batch(data: Any) -> dict[str, Any]:

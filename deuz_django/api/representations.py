@@ -13,6 +13,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from ..approvals.verdicts import definition_changes
 from ..core.durable.codec import decode_json
 from ..models import (
     Approval,
@@ -23,12 +24,11 @@ from ..models import (
     RunMessage,
     RunStatus,
 )
-from ..verdicts import definition_changes
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
 class AutomaticDecisionSerializer(serializers.Serializer):
-    """The standing rule or grant that decided a call (deuz_django.automatic)."""
+    """The standing rule or grant that decided a call (deuz_django.rules.automatic)."""
 
     kind = serializers.ChoiceField(choices=["rule", "grant"])
     id = serializers.IntegerField()
@@ -39,7 +39,7 @@ class AutomaticDecisionSerializer(serializers.Serializer):
 
 
 class QuestionSerializer(serializers.Serializer):
-    """What a question tool's call asks a person (deuz_django.questions)."""
+    """What a question tool's call asks a person (deuz_django.approvals.questions)."""
 
     text = serializers.CharField()
     choices = serializers.ListField(

@@ -18,11 +18,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from ..core.exceptions import InvalidInputError
 from ..core.messages import coerce_messages
-from ..models import (
-    RUN_ID_PATTERN,
-    ApprovalStatus,
-    RunStatus,
-)
+from ..models import RUN_ID_PATTERN, ApprovalStatus, RunStatus
 from ..registry import agent_names
 from ..standing import GrantScope
 from .exceptions import invalid_input
@@ -153,7 +149,7 @@ class MessagesField(serializers.ListField):
 
 
 class AllowSerializer(serializers.Serializer):
-    """ "Approve, and allow this tool" (deuz_django.grants); the verdict's checks say
+    """ "Approve, and allow this tool" (deuz_django.rules.grants); the verdict's checks say
     which combinations hold (hours only for the owner scope, within the bound)."""
 
     scope = serializers.ChoiceField(

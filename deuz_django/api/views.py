@@ -19,18 +19,11 @@ from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..connections import bounded_atomic
+from ..approvals.verdicts import record_verdict
 from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
-from ..models import (
-    Approval,
-    ApprovalStatus,
-    Run,
-    RunMessage,
-    RunQuerySet,
-    RunStatus,
-)
+from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet, RunStatus
 from ..services import continue_run, start_run, stop_run
-from ..verdicts import record_verdict
+from ..storage.db import bounded_atomic
 from . import docs
 from .authentication import authentication_classes
 from .batches import check_batch, read_batch
@@ -39,11 +32,7 @@ from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
 from .permissions import CanResumeRun, CanViewRun, IsActiveUser
 from .renderers import DeuzJSONRenderer
-from .representations import (
-    ApprovalSerializer,
-    MessageSerializer,
-    RunSerializer,
-)
+from .representations import ApprovalSerializer, MessageSerializer, RunSerializer
 from .serializers import (
     ApprovalFilterSerializer,
     ResumeSerializer,

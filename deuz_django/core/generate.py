@@ -13,10 +13,7 @@ from typing import Any, Required, TypedDict, Unpack
 from ._loop.engine import LoopRun
 from ._loop.options import PrepareStep, ResumeSource, fresh_options, loop_options
 from .abort import AbortSignal
-from .approvals import (
-    ApprovalSignerLike,
-    ToolApprovalResponse,
-)
+from .approvals import ApprovalSignerLike, ToolApprovalResponse
 from .deps import Deps
 from .durable.session import DurableSession
 from .exceptions import InvalidInputError

@@ -8,14 +8,7 @@ from typing import Any
 
 import pytest
 
-from deuz_django.core import (
-    Deps,
-    Tool,
-    ToolContext,
-    agent_tool,
-    generate_text,
-    tool,
-)
+from deuz_django.core import Deps, Tool, ToolContext, agent_tool, generate_text, tool
 from deuz_django.core.durable import (
     AgentCheckpoint,
     DurableSession,

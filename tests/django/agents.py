@@ -15,13 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from deuz_django.core import (
-    ModelRequest,
-    Reconciliation,
-    ToolContext,
-    agent_tool,
-    tool,
-)
+from deuz_django.core import ModelRequest, Reconciliation, ToolContext, agent_tool, tool
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 

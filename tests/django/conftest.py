@@ -10,8 +10,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from django.db import connections
 
-from deuz_django.continuation import join_handed_off
 from deuz_django.routing import websocket_urlpatterns
+from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import fresh_throttles, started  # noqa: F401  (autouse)
 
 from .agents import recorded_effects

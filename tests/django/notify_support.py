@@ -23,7 +23,7 @@ from deuz_django.models import Delivery
 # A Standard Webhooks secret: "whsec_" and the base64 of 32 bytes.
 SECRET = "whsec_d2ViaG9vay1zZWNyZXQtZm9yLXRoZS10ZXN0cy0wMTI="
 SITE = "https://ops.example.com"
-EMAIL = {"BACKEND": "deuz_django.emails.EmailNotifier"}
+EMAIL = {"BACKEND": "deuz_django.notifications.emails.EmailNotifier"}
 HOLD_SECONDS = 60  # the longest a held request waits (a guard, not a timing)
 
 
@@ -41,7 +41,7 @@ def notifying(*entries: dict[str, Any], **deuz: Any) -> override_settings:
 
 def webhook(url: str, **options: Any) -> dict[str, Any]:
     return {
-        "BACKEND": "deuz_django.webhooks.WebhookNotifier",
+        "BACKEND": "deuz_django.notifications.webhooks.WebhookNotifier",
         "URL": url,
         "SECRET": SECRET,
         **{key.upper(): value for key, value in options.items()},

@@ -17,8 +17,8 @@ from django.utils import timezone
 from deuz_django import services
 from deuz_django.core import Message, ToolUsePart
 from deuz_django.models import Approval, Run
-from deuz_django.step_journal import DjangoStepJournal
-from deuz_django.store import DjangoSessionStore, decode_message
+from deuz_django.storage.step_journal import DjangoStepJournal
+from deuz_django.storage.store import DjangoSessionStore, decode_message
 
 PROMPT = [{"role": "user", "content": "Refund order A-1 and email Ann."}]
 

@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from deuz_django import action_links
-from deuz_django.continuation import join_handed_off
+from deuz_django.approvals import links as action_links
 from deuz_django.models import Approval, ApprovalStatus, Run
+from deuz_django.runs.continuing import join_handed_off
 
 from .notify_support import notifying
 from .run_support import approval, suspended, tool_results

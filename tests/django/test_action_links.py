@@ -16,9 +16,9 @@ from django.core import signing
 from django.test import Client
 from django.urls import reverse
 
-from deuz_django import action_links
-from deuz_django.continuation import join_handed_off
+from deuz_django.approvals import links as action_links
 from deuz_django.models import Approval, Run
+from deuz_django.runs.continuing import join_handed_off
 
 from .agents import TOOL_PERMISSION
 from .notify_support import notifying

@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from deuz_django import deadline_sweep
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval
 
 from .admin_support import (

@@ -13,10 +13,10 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from deuz_django import leases
 from deuz_django.admin.display import exact_time
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run, RunStatus
+from deuz_django.runs.continuing import join_handed_off
+from deuz_django.storage import leases
 
 from .admin_support import (
     APPROVER,

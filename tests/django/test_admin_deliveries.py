@@ -13,8 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from deuz_django.models import Delivery
-from deuz_django.notifiers import Event
-from deuz_django.webhooks import WebhookNotifier
+from deuz_django.notifications.notifiers import Event
+from deuz_django.notifications.webhooks import WebhookNotifier
 from tests.live_site import free_port
 
 from .admin_support import messages_of, suspended_run

@@ -12,8 +12,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import ApprovalStatus, RunCall, RunStatus
+from deuz_django.runs.continuing import join_handed_off
 
 from .admin_support import (
     QUEUE,

@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Run
+from deuz_django.runs.continuing import join_handed_off
 
 from .admin_support import DECIDER, QUEUE, decide_url, messages_of, run_url
 from .run_support import approval, suspended, tool_results

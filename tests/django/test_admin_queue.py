@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import strip_tags
 
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
+from deuz_django.runs.continuing import join_handed_off
 
 from .admin_support import (
     APPROVER,

@@ -15,12 +15,12 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 
 from deuz_django import services
-from deuz_django.continuation import join_handed_off
 from deuz_django.core import Deps
 from deuz_django.core.testing import FunctionModel, reply
 from deuz_django.core.usage import Usage
 from deuz_django.models import Run
 from deuz_django.registry import AgentSpec
+from deuz_django.runs.continuing import join_handed_off
 
 from .admin_support import (
     APPROVER,

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils.dateparse import parse_datetime
 
-from deuz_django import deadline_sweep
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Run
 from tests.api.support import API, approval, approve, client, started, verdicts_url
 

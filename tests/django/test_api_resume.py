@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from deuz_django import leases
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Run
+from deuz_django.runs.continuing import join_handed_off
+from deuz_django.storage import leases
 from tests.api.support import (
     API,
     approve,

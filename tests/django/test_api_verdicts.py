@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from deuz_django.conf import deuz_settings
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, Run
+from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import (
     API,
     approval,

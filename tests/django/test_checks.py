@@ -83,7 +83,7 @@ class DeuzLikeConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     pass
 
 
-DeuzLikeConsumer.__module__ = "deuz_django.consumers"
+DeuzLikeConsumer.__module__ = "deuz_django.streaming.consumers"
 
 
 class OtherConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]

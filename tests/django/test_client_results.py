@@ -13,9 +13,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
 from deuz_django import services
-from deuz_django.continuation import join_handed_off
 from deuz_django.exceptions import RunNotResumable
 from deuz_django.models import ApprovalKind, ApprovalStatus, Run
+from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import client, started, verdicts_url
 
 from .processes import run_manage

@@ -16,9 +16,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from deuz_django import deadline_sweep, leases, services
+from deuz_django import services
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.management.commands.deuz import NO_DECIDER
 from deuz_django.models import Approval, Run, StreamEntry
+from deuz_django.storage import leases
 
 from .admin_support import APPROVER, DECIDER
 from .agents import TOOL_PERMISSION

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from deuz_django.conditions import (
+from deuz_django.rules.conditions import (
     Clause,
     ConditionError,
     matches,

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection, connections, transaction
 from django.test import override_settings
 
-from deuz_django.connections import bounded_atomic
 from deuz_django.models import Run
+from deuz_django.storage.db import bounded_atomic
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -11,10 +11,10 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from deuz_django.consumers import BURST
-from deuz_django.continuation import ajoin_handed_off
-from deuz_django.frames import MAX_FRAME_BYTES
 from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
+from deuz_django.runs.continuing import ajoin_handed_off
+from deuz_django.streaming.consumers import BURST
+from deuz_django.streaming.frames import MAX_FRAME_BYTES
 
 from .run_support import in_doubt
 

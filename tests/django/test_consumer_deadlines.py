@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from deuz_django import deadline_sweep
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval, Run
 
 from .run_support import let_time_pass

@@ -317,7 +317,7 @@ async def test_frames_over_the_app_limit_get_too_large_and_over_daphnes_are_drop
     (``--websocket_max_message_size``, 1 MiB by default) — over its own 256 KiB with
     ``too_large``; daphne drops a connection whose frame exceeds its limit before the
     app sees it."""
-    from deuz_django.frames import MAX_FRAME_BYTES
+    from deuz_django.streaming.frames import MAX_FRAME_BYTES
 
     server = site.daphne()
     ws = await socket(server, site.user("ann"))

@@ -1,7 +1,7 @@
 """Deadlines on approval rows: set when a suspended run's calls are recorded; reminded,
 escalated and timed out by the sweep, each once; a timed-out call is recorded expired
 through the verdict pipeline and the run continues with the model told it timed out
-(deuz_django.deadline_rows, deuz_django.deadline_sweep).
+(deuz_django.deadlines.rows, deuz_django.deadlines.sweep).
 
 Time is frozen by moving the rows' times back, never by sleeping."""
 
@@ -17,11 +17,13 @@ from django.db import connection
 from django.dispatch import Signal
 from django.utils import timezone
 
-from deuz_django import deadline_sweep, recovery, services, signals
-from deuz_django.deadline_rows import schedule_deadlines
+from deuz_django import services, signals
+from deuz_django.approvals.verdicts import record_timeout
+from deuz_django.deadlines import sweep as deadline_sweep
+from deuz_django.deadlines.rows import schedule_deadlines
 from deuz_django.exceptions import ApprovalAlreadyDecided
 from deuz_django.models import Approval, ApprovalKind, Run, StandingRule
-from deuz_django.verdicts import record_timeout
+from deuz_django.runs import recovery
 
 from .run_support import (
     approval,

@@ -16,7 +16,7 @@ from deuz_django import services
 from deuz_django.core.approvals import EDITED_NOTE, input_digest
 from deuz_django.core.durable import Authorization
 from deuz_django.models import Approval, ApprovalStatus, Run
-from deuz_django.step_journal import DjangoStepJournal
+from deuz_django.storage.step_journal import DjangoStepJournal
 from tests.api.support import approve, client, started, verdicts_url
 
 from .run_support import approval, tool_results

@@ -16,9 +16,10 @@ from django.contrib.auth.models import Group, User
 from django.core.mail import EmailMultiAlternatives
 from django.test import Client
 
-from deuz_django import deadline_sweep, notifications, services, signals
-from deuz_django.continuation import join_handed_off
+from deuz_django import notifications, services, signals
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval
+from deuz_django.runs.continuing import join_handed_off
 
 from .agents import TOOL_PERMISSION
 from .notify_support import (

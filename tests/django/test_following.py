@@ -1,4 +1,4 @@
-"""The journal reader (deuz_django.following): a nudge from the process that journals a
+"""The journal reader (deuz_django.streaming.following): a nudge from the process that journals a
 run wakes its readers elsewhere, whenever it comes."""
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from deuz_django import following, leases, services
+from deuz_django import services
 from deuz_django.core.journal import DONE
-from deuz_django.following import follow
-from deuz_django.journal import get_journal
-from deuz_django.live import feed
+from deuz_django.storage import leases
+from deuz_django.storage.stream_journal import get_journal
+from deuz_django.streaming import following
+from deuz_django.streaming.following import follow
+from deuz_django.streaming.live import feed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,8 +16,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from deuz_django import services
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import Approval, ApprovalStatus, Grant, Run, RunStatus
+from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import API, approve, client, started, verdicts_url
 
 from .agents import TOOL_PERMISSION

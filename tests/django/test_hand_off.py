@@ -21,8 +21,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from deuz_django import action_links, continuation, draining, services
+from deuz_django import services
+from deuz_django.approvals import links as action_links
 from deuz_django.models import Run, RunStatus
+from deuz_django.runs import continuing as continuation
+from deuz_django.runs import draining
 from tests.api.support import approve, client, verdicts_url
 
 from . import agents

@@ -13,11 +13,11 @@ import redis
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connections
 
-from deuz_django import journal as journal_module
 from deuz_django.core.journal import DONE
 from deuz_django.core.testing.contracts import StreamJournalContract
-from deuz_django.journal import DatabaseJournal, RedisJournal
 from deuz_django.models import Run
+from deuz_django.storage import stream_journal as journal_module
+from deuz_django.storage.stream_journal import DatabaseJournal, RedisJournal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -148,8 +148,8 @@ def test_an_append_on_one_event_loop_never_waits_for_another_loops_round_trip(
 
 
 async def test_a_leg_whose_lease_was_taken_over_cannot_append_to_the_journal() -> None:
-    from deuz_django import leases
     from deuz_django.core.journal import JournalWriter
+    from deuz_django.storage import leases
 
     run = await sync_to_async(Run.objects.create)(run_id="run-fenced", agent="scripted")
     stale = await sync_to_async(leases.acquire)(run.run_id)
@@ -175,11 +175,11 @@ async def test_deleting_a_journal_goes_through_the_configured_journal(
 ) -> None:
     # `deuz prune` and run deletion must reach Redis journals too, not just the table.
     from deuz_django import services
-    from deuz_django.journal import get_journal
+    from deuz_django.storage.stream_journal import get_journal
 
     settings.DEUZ = {
         **settings.DEUZ,
-        "STREAM_STORE": "deuz_django.journal.RedisJournal",
+        "STREAM_STORE": "deuz_django.storage.stream_journal.RedisJournal",
     }
     get_journal.cache_clear()
     try:

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from deuz_django import leases
 from deuz_django.exceptions import RunBusy, RunNotFound
 from deuz_django.models import Run
+from deuz_django.storage import leases
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
 from deuz_django import services
-from deuz_django.live import feed
 from deuz_django.routing import websocket_urlpatterns
+from deuz_django.streaming.live import feed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

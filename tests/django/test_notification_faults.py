@@ -12,8 +12,10 @@ from typing import Any, NoReturn
 import pytest
 from django.db import OperationalError
 
-from deuz_django import continuation, deliveries, notifications, recovery
+from deuz_django import deliveries, notifications
 from deuz_django.models import Delivery
+from deuz_django.runs import continuing as continuation
+from deuz_django.runs import recovery
 
 from .notify_support import Receiver, later, notifying, webhook
 from .run_support import suspended

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from deuz_django import checks, notifications
-from deuz_django.notifiers import Event
+from deuz_django.notifications.notifiers import Event
 
 from .notify_support import EMAIL, Receiver, notifying, webhook
 from .run_support import suspended
@@ -31,13 +31,19 @@ def test_a_working_configuration_passes() -> None:
 @pytest.mark.parametrize(
     ("notifiers", "message"),
     [
-        ({"BACKEND": "deuz_django.emails.EmailNotifier"}, "must be a list"),
-        ([["deuz_django.emails.EmailNotifier"]], "[0] must be a dict with a BACKEND"),
+        (
+            {"BACKEND": "deuz_django.notifications.emails.EmailNotifier"},
+            "must be a list",
+        ),
+        (
+            [["deuz_django.notifications.emails.EmailNotifier"]],
+            "[0] must be a dict with a BACKEND",
+        ),
         ([{"URL": HOOK}], "[0] must be a dict with a BACKEND"),
         ([{"BACKEND": "deuz_django.nope.Notifier"}], "cannot be imported"),
         ([EMAIL, {"BACKEND": "deuz_django.models.Run"}], "[1]: BACKEND 'deuz_django"),
         (
-            [{"BACKEND": "deuz_django.notifiers.Notifier"}],
+            [{"BACKEND": "deuz_django.notifications.notifiers.Notifier"}],
             "does not implement deliveries, send",
         ),
     ],
@@ -151,7 +157,7 @@ def test_a_notifier_that_raises_is_logged_and_the_others_still_deliver(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from deuz_django.emails import EmailNotifier
+    from deuz_django.notifications.emails import EmailNotifier
 
     def broken(self: Any, event: Event) -> list[Any]:
         raise RuntimeError("template missing")

@@ -14,7 +14,7 @@ from deuz_django import permissions, services
 from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import ApprovalNotFound, NotPermitted, RunNotFound
 from deuz_django.models import Approval, Run
-from deuz_django.store import DjangoSessionStore
+from deuz_django.storage.store import DjangoSessionStore
 
 from .agents import TOOL_PERMISSION
 from .run_support import PROMPT, approval, suspended

@@ -10,8 +10,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
-from deuz_django.continuation import join_handed_off
 from deuz_django.models import ApprovalStatus, Run
+from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import API, approve, client, started, verdicts_url
 
 from .run_support import approval, follow, tool_results, until_done

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from deuz_django import deadline_sweep, services, signals
+from deuz_django import services, signals
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.exceptions import InvalidVerdict
 from deuz_django.models import Approval, ApprovalKind, ApprovalStatus, Run, StandingRule
 from tests.django.question_agents import REFUND_QUESTION

@@ -13,8 +13,8 @@ from django.core.cache import cache
 from django.test import RequestFactory, override_settings
 
 from deuz_django.core.webhooks import sign
-from deuz_django.notifiers import Event
-from deuz_django.webhooks import WebhookNotifier
+from deuz_django.notifications.notifiers import Event
+from deuz_django.notifications.webhooks import WebhookNotifier
 from tests.live_site import ROOT
 
 from .notify_support import SECRET, notifying

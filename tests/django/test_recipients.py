@@ -1,5 +1,5 @@
 """Who is mailed about a waiting call: exactly the people who may decide it — a matrix of
-users against the gated agent's two calls (deuz_django.recipients)."""
+users against the gated agent's two calls (deuz_django.notifications.recipients)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 
-from deuz_django.recipients import deciders
+from deuz_django.notifications.recipients import deciders
 
 from .agents import TOOL_PERMISSION
 from .run_support import approval, suspended

@@ -11,8 +11,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.test import override_settings
 
-from deuz_django import leases, services
-from deuz_django.continuation import claim
+from deuz_django import services
 from deuz_django.core import AbortController, StreamPart
 from deuz_django.core.testing import ScriptedModel, reply
 from deuz_django.exceptions import (
@@ -25,7 +24,9 @@ from deuz_django.exceptions import (
 )
 from deuz_django.models import Run
 from deuz_django.registry import AgentSpec
-from deuz_django.tasks import run_claimed_leg_task
+from deuz_django.runs.continuing import claim
+from deuz_django.runs.tasks import run_claimed_leg_task
+from deuz_django.storage import leases
 
 from .run_support import PROMPT, age, approval, history, suspended, tool_results
 

@@ -15,10 +15,11 @@ from django.dispatch import Signal
 from django.test import override_settings
 from django.utils import timezone
 
-from deuz_django import recovery, services, signals
+from deuz_django import services, signals
+from deuz_django.approvals.asking import record_approvals
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.models import Approval, Run
-from deuz_django.suspensions import record_approvals
+from deuz_django.runs import recovery
 
 from .run_support import PROMPT, approval, in_doubt, suspended
 

@@ -18,7 +18,8 @@ from django.db import DatabaseError
 from django.db.models import RestrictedError
 from django.utils import timezone
 
-from deuz_django import deadline_sweep, services, signals
+from deuz_django import services, signals
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.exceptions import RunBusy
 from deuz_django.models import (
     Approval,
@@ -232,7 +233,7 @@ def test_a_condition_stored_malformed_past_the_admin_is_ignored_not_raised(
 def test_a_call_whose_stored_token_fails_is_never_approved_by_a_rule(
     ann: User, fin: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deuz_django import automatic
+    from deuz_django.rules import automatic
 
     rule(fin, "send_email")
     refused = automatic.state_refusal
@@ -405,7 +406,7 @@ def test_a_decision_that_fails_to_write_fails_the_suspending_save_and_nothing_is
     """The rows and their automatic decisions are one transaction with the checkpoint:
     a failing write leaves the run at its last boundary for recovery, never a run
     suspended on rows nobody decided and nobody was told about."""
-    from deuz_django import automatic
+    from deuz_django.rules import automatic
 
     rule(fin, "refund")
     rule(fin, "send_email")
@@ -439,7 +440,7 @@ def test_a_run_decided_whose_next_leg_never_started_is_continued_by_recovery(
 ) -> None:
     """The process may die between the suspending leg and the next one: the run is
     suspended with every call decided, which recovery continues."""
-    from deuz_django import claims
+    from deuz_django.runs import claims
 
     rule(fin, "refund")
     rule(fin, "send_email")

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.approvals.verdicts import RecordedResult, Verdict, state_refusal
 from deuz_django.core import Deps, Message, TextPart, ToolContext, ToolUsePart
 from deuz_django.core.approvals import input_digest
 from deuz_django.core.durable import Authorization
@@ -20,10 +21,9 @@ from deuz_django.core.durable.codec import decode_json
 from deuz_django.core.testing.contracts import StepJournalContract
 from deuz_django.core.testing.contracts.step_journal import PAY_INPUT
 from deuz_django.exceptions import InvalidVerdict, LeaseLost
-from deuz_django.leases import Lease
 from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
-from deuz_django.step_journal import DjangoStepJournal
-from deuz_django.verdicts import RecordedResult, Verdict, state_refusal
+from deuz_django.storage.leases import Lease
+from deuz_django.storage.step_journal import DjangoStepJournal
 from tests.api.support import client, verdicts_url
 from tests.django.agents import record_effect
 from tests.django.run_support import (

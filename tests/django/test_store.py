@@ -18,14 +18,14 @@ from django.db import IntegrityError, OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from deuz_django.approvals.asking import record_suspension
 from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.core.durable.codec import deserialize_checkpoint, serialize_checkpoint
 from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
-from deuz_django.leases import acquire
 from deuz_django.models import Approval, Run, RunMessage, StreamEntry
-from deuz_django.store import DjangoSessionStore
-from deuz_django.suspensions import record_suspension
+from deuz_django.storage.leases import acquire
+from deuz_django.storage.store import DjangoSessionStore
 
 WRITE = re.compile(r'\b(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?', re.IGNORECASE)
 SETS = re.compile(r'UPDATE "deuz_django_run" SET (.*?) WHERE')

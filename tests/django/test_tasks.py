@@ -13,10 +13,11 @@ import pytest
 from django.tasks import TaskResultStatus
 from django.test import override_settings
 
-from deuz_django import leases, services
-from deuz_django.continuation import join_handed_off
+from deuz_django import services
 from deuz_django.exceptions import RunBusy, RunNotResumable
-from deuz_django.tasks import enqueue_claimed_leg
+from deuz_django.runs.continuing import join_handed_off
+from deuz_django.runs.tasks import enqueue_claimed_leg
+from deuz_django.storage import leases
 
 from .agents import TOOL_PERMISSION
 from .processes import run_manage
@@ -77,7 +78,7 @@ def test_a_busy_or_waiting_run_is_refused_when_claimed_and_nothing_is_queued(
 
 
 def test_a_claimed_leg_runs_in_the_task_under_the_handed_over_lease(ann: Any) -> None:
-    from deuz_django.continuation import claim
+    from deuz_django.runs.continuing import claim
 
     run = suspended(owner=ann)
     decide_all(run, ann)
@@ -91,7 +92,7 @@ def test_a_claimed_leg_runs_in_the_task_under_the_handed_over_lease(ann: Any) ->
 def test_a_claimed_leg_whose_lease_was_taken_over_is_left_to_the_new_holder(
     ann: Any,
 ) -> None:
-    from deuz_django.continuation import claim
+    from deuz_django.runs.continuing import claim
 
     run = suspended(owner=ann)
     decide_all(run, ann)

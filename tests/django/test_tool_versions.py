@@ -12,11 +12,17 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from deuz_django import services
+from deuz_django.approvals.tool_versions import (
+    REMOVED,
+    changes,
+    definition,
+    digest,
+    fingerprint,
+)
 from deuz_django.core import Tool
 from deuz_django.exceptions import NotPermitted
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
 from deuz_django.registry import agent_tools
-from deuz_django.tool_versions import REMOVED, changes, definition, digest, fingerprint
 from tests.api.support import client, started
 
 from .admin_support import run_url

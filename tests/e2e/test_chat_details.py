@@ -94,7 +94,7 @@ def test_a_decided_card_says_how_it_was_decided(
             f"""
             from django.utils import timezone
             from deuz_django.models import Approval
-            from deuz_django.verdicts import EXPIRED_REASON
+            from deuz_django.approvals.verdicts import EXPIRED_REASON
             Approval.objects.filter(run__run_id={run_id!r}).update(
                 status="expired", reason=EXPIRED_REASON, decided_at=timezone.now()
             )

@@ -38,7 +38,7 @@ def in_doubt_run(site: LiveSite) -> str:
         from django.contrib.auth.models import User
         from deuz_django import services
         from deuz_django.core import Message, ToolUsePart
-        from deuz_django.step_journal import DjangoStepJournal
+        from deuz_django.storage.step_journal import DjangoStepJournal
         run = services.start_run(
             agent="assistant",
             messages=[{{"role": "user", "content": {QUESTION!r}}}],

@@ -43,7 +43,7 @@ def mailing(
     """The demo, notifying by mail to the console of the daphne that serves it (its
     links name the port, as ``make demo``'s do)."""
     port = free_port()
-    notifiers = [{"BACKEND": "deuz_django.emails.EmailNotifier"}]
+    notifiers = [{"BACKEND": "deuz_django.notifications.emails.EmailNotifier"}]
     with closing(
         demo(
             tmp_path_factory.mktemp("mailing-site"),

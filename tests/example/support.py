@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 
 from deuz_django import services
 from deuz_django.models import Approval, Run
-from deuz_django.store import DjangoSessionStore
+from deuz_django.storage.store import DjangoSessionStore
 
 
 def ask(owner: User, question: str) -> Run:

@@ -12,15 +12,16 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from deuz_django import deadline_sweep, services
+from deuz_django import services
 from deuz_django.core import Deps, Reconciliation, ToolContext
 from deuz_django.core.approvals import input_digest
 from deuz_django.core.durable import Authorization
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.exceptions import NotPermitted
-from deuz_django.grants import Allow
 from deuz_django.models import Approval, Run, StandingRule
 from deuz_django.permissions import decide_refusal
-from deuz_django.step_journal import DjangoStepJournal
+from deuz_django.rules.grants import Allow
+from deuz_django.storage.step_journal import DjangoStepJournal
 from example_project.agents import issue_refund, send_email
 from example_project.models import Order, Refund, SentEmail
 from tests.django.run_support import let_time_pass

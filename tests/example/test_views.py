@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
-from deuz_django import deadline_sweep
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import StandingRule
 from tests.django.run_support import let_time_pass
 

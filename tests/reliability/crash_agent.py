@@ -26,11 +26,11 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from deuz_django.connections import once_more_if_broken
 from deuz_django.core import ModelRequest, Reconciliation, ToolContext, tool
 from deuz_django.core.testing import reply
 from deuz_django.models import RunCall, RunStep
 from deuz_django.registry import AgentSpec
+from deuz_django.storage.db import once_more_if_broken
 from tests.django.agents import record_effect, recorded_effects
 
 STEPS = 3

@@ -30,7 +30,7 @@ import django
 
 
 def kill_after_the_final_checkpoint() -> None:
-    from deuz_django.store import DjangoSessionStore
+    from deuz_django.storage.store import DjangoSessionStore
 
     save = DjangoSessionStore.save
 
@@ -48,7 +48,7 @@ def stop_inside_the_checkpoint_transaction(run_id: str, step: int) -> None:
     rewriting save does; the process stops between the row and the commit."""
     from django.db import connection
 
-    from deuz_django.store import DjangoSessionStore
+    from deuz_django.storage.store import DjangoSessionStore
     from tests.django.agents import record_effect
 
     appends, write_run = DjangoSessionStore._appends, DjangoSessionStore._write_run
@@ -76,7 +76,8 @@ def stop_inside_the_checkpoint_transaction(run_id: str, step: int) -> None:
 
 
 async def main(run_ids: list[str]) -> None:
-    from deuz_django import continuation, recovery
+    from deuz_django.runs import continuing as continuation
+    from deuz_django.runs import recovery
 
     if os.environ.get("DEUZ_TEST_KILL_AFTER_FINAL"):
         kill_after_the_final_checkpoint()

@@ -22,7 +22,8 @@ GATE_SECONDS = 60.0
 
 
 def main(die: bool) -> None:
-    from deuz_django import deadline_sweep, signals
+    from deuz_django import signals
+    from deuz_django.deadlines import sweep as deadline_sweep
     from deuz_django.models import Approval
 
     log = os.environ["DEUZ_TEST_SIGNALS"]

@@ -20,13 +20,14 @@ from django.db import OperationalError
 from django.test import AsyncClient, override_settings
 from django.utils import timezone
 
-from deuz_django import recovery, services
+from deuz_django import services
+from deuz_django.approvals.verdicts import Verdict, record_verdict
 from deuz_django.core import journal as core_journal
 from deuz_django.core.journal import DONE, is_done
-from deuz_django.journal import DatabaseJournal, get_journal
 from deuz_django.models import Approval, Run
-from deuz_django.store import DjangoSessionStore
-from deuz_django.verdicts import Verdict, record_verdict
+from deuz_django.runs import recovery
+from deuz_django.storage.store import DjangoSessionStore
+from deuz_django.storage.stream_journal import DatabaseJournal, get_journal
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT
@@ -333,7 +334,7 @@ def test_the_sweep_runs_on_a_servers_loop_when_it_has_one(
 
     async def on_this_loop() -> recovery.SweepReport:
         report = await recovery.asweep()
-        from deuz_django.continuation import _running
+        from deuz_django.runs.continuing import _running
 
         await asyncio.gather(*_running.values())
         return report
@@ -357,7 +358,7 @@ def test_a_servers_sweep_closes_a_journal_on_its_loop_while_its_legs_go_on(
     abandon(abandoned)
 
     async def on_this_loop() -> recovery.SweepReport:
-        from deuz_django.continuation import _running
+        from deuz_django.runs.continuing import _running
 
         report = await asyncio.wait_for(recovery.asweep(), 30)  # a guard, not a timing
         await asyncio.wait_for(asyncio.gather(*_running.values()), 30)

@@ -19,9 +19,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.approvals.verdicts import Verdict, record_verdict
 from deuz_django.core import ToolUsePart
 from deuz_django.models import Approval, Run
-from deuz_django.verdicts import Verdict, record_verdict
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import PROMPT, decoded, stored_rows

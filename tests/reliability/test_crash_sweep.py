@@ -27,8 +27,8 @@ from django.db import connections
 from django.utils import timezone
 
 from deuz_django import services
+from deuz_django.approvals.verdicts import RecordedResult, Verdict, record_verdict
 from deuz_django.models import Approval, Run
-from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
 from tests.django.processes import wait_until
 from tests.django.run_support import stored_rows, tool_results
 from tests.reliability.conftest import Children

@@ -2,7 +2,7 @@
 escalate and time out each call once and continue each run once; a process killed
 between timing calls out and continuing the run leaves it to recovery; a database error
 in a sweep is logged and the next sweep retries; a server's sweep continues the run on
-its own event loop (deuz_django.deadline_sweep)."""
+its own event loop (deuz_django.deadlines.sweep)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import OperationalError
 
-from deuz_django import deadline_sweep, recovery
+from deuz_django.approvals.verdicts import record_timeout
+from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval, Run
-from deuz_django.verdicts import record_timeout
+from deuz_django.runs import recovery
 from tests.django.processes import MANAGE, WAIT_SECONDS, manage_env
 from tests.django.run_support import (
     let_time_pass,
@@ -167,7 +168,7 @@ def test_a_servers_sweep_continues_the_run_on_its_own_loop() -> None:
     let_time_pass(run, timedelta(minutes=11))
 
     async def on_this_loop() -> deadline_sweep.DeadlineReport:
-        from deuz_django.continuation import _running
+        from deuz_django.runs.continuing import _running
 
         report = await deadline_sweep.asweep()
         legs = list(_running.values())

@@ -12,12 +12,13 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from deuz_django import leases, services
+from deuz_django import services
 from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import LeaseLost
-from deuz_django.leases import Lease
 from deuz_django.models import Run
-from deuz_django.store import DjangoSessionStore
+from deuz_django.storage import leases
+from deuz_django.storage.leases import Lease
+from deuz_django.storage.store import DjangoSessionStore
 from tests.django import agents
 from tests.django.run_support import ready_to_resume, stored_rows
 
@@ -58,7 +59,7 @@ def test_a_stale_store_cannot_write_the_run_or_its_sub_agents() -> None:
 
 
 def test_a_stale_store_cannot_append_to_the_runs_it_remembers() -> None:
-    # The one-statement append (deuz_django.boundary_write) carries the same fence.
+    # The one-statement append (deuz_django.storage.writes) carries the same fence.
     DjangoSessionStore().save(make_checkpoint("run-f"))
     stale_lease = leases.acquire("run-f")
     stale = DjangoSessionStore(lease=stale_lease)

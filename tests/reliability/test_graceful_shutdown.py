@@ -17,8 +17,8 @@ import pytest
 from django.test import override_settings
 
 from deuz_django import services
-from deuz_django.continuation import continue_run
 from deuz_django.models import Run
+from deuz_django.runs.continuing import continue_run
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import manage_env, start_manage, wait_until
 from tests.django.run_support import PROMPT, ready_to_resume, tool_results
@@ -90,7 +90,7 @@ def test_a_sigterm_waits_for_a_leg_handed_to_a_thread_to_reach_its_boundary(
         "import django, time; django.setup()\n"
         "from pathlib import Path\n"
         "from deuz_django import draining\n"
-        "from deuz_django.continuation import continue_run\n"
+        "from deuz_django.runs.continuing import continue_run\n"
         f"continue_run({run.run_id!r}, in_process=False)\n"
         "while not draining.stopping(): time.sleep(0.02)\n"
         f"Path({str(stopping)!r}).touch()\n"

@@ -15,8 +15,8 @@ import pytest
 from django.utils import timezone
 
 from deuz_django.models import Delivery
-from deuz_django.notifiers import Event
-from deuz_django.webhooks import WebhookNotifier
+from deuz_django.notifications.notifiers import Event
+from deuz_django.notifications.webhooks import WebhookNotifier
 from tests.django.notify_support import SECRET, Receiver, webhook
 from tests.django.processes import wait_until
 from tests.django.run_support import suspended

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deuz_django import services
+from deuz_django.approvals.verdicts import RecordedResult
 from deuz_django.models import (
     Approval,
     ApprovalKind,
@@ -35,7 +36,6 @@ from deuz_django.models import (
 )
 from deuz_django.registry import agent_tools
 from deuz_django.standing import Grant, GrantScope, StandingRule
-from deuz_django.verdicts import RecordedResult
 from tests.django.processes import start_manage, wait_until
 from tests.reliability.planned_agent import GATED, TOOLS
 

@@ -33,10 +33,10 @@ from django.conf import settings
 from django.test import override_settings
 
 from deuz_django import services
-from deuz_django.continuation import continue_run
+from deuz_django.approvals.verdicts import Verdict, record_verdict
 from deuz_django.models import Approval, Run
-from deuz_django.recovery import recover_runs_task
-from deuz_django.verdicts import Verdict, record_verdict
+from deuz_django.runs.continuing import continue_run
+from deuz_django.runs.recovery import recover_runs_task
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, wait_until
 from tests.django.run_support import PROMPT

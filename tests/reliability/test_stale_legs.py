@@ -21,11 +21,12 @@ from django.db import connection, connections
 from django.test import override_settings
 from django.utils import timezone
 
-from deuz_django import leases, services
-from deuz_django.claims import claim
+from deuz_django import services
+from deuz_django.approvals.verdicts import RecordedResult, Verdict, record_verdict
 from deuz_django.exceptions import LeaseLost, RunBusy
 from deuz_django.models import Approval, Run
-from deuz_django.verdicts import RecordedResult, Verdict, record_verdict
+from deuz_django.runs.claims import claim
+from deuz_django.storage import leases
 from tests.api.support import approval, started
 from tests.django.processes import start_manage, wait_until
 from tests.django.run_support import (

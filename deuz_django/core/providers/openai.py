@@ -18,13 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..exceptions import ModelConnectionError
-from ..messages import (
-    ImagePart,
-    Message,
-    TextPart,
-    ToolResultPart,
-    ToolUsePart,
-)
+from ..messages import ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
 from ..model import ForcedTool, ModelEvent, ModelRequest, ToolChoice
 from ..parts import FinishPart, ReasoningDeltaPart, TextDeltaPart, ToolCallDeltaPart
 from ..usage import EMPTY_USAGE, FinishReason, Usage

@@ -36,7 +36,6 @@ from django.utils import timezone
 
 from ... import services
 from ...conf import deuz_settings
-from ...connections import bounded_atomic
 from ...exceptions import (
     ApprovalAlreadyDecided,
     InvalidVerdict,
@@ -49,7 +48,8 @@ from ...exceptions import (
     UnknownAgent,
 )
 from ...models import Approval, Run, RunStatus
-from ...transcript import sections, transcript_lines
+from ...runs.transcript import sections, transcript_lines
+from ...storage.db import bounded_atomic
 from ..deciders import ShellDecider
 from ..output import (
     BAD_ARGUMENTS,

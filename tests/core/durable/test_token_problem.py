@@ -7,11 +7,7 @@ from typing import Any
 import pytest
 
 from deuz_django.core import ToolApprovalRequest, ToolCall
-from deuz_django.core.durable import (
-    TokenProblem,
-    create_approval_signer,
-    token_problem,
-)
+from deuz_django.core.durable import TokenProblem, create_approval_signer, token_problem
 
 ISSUED_MS = 1_700_000_000_000
 CALL = ToolCall("toolu_1", "pay", {"usd": 100, "to": ["ana"], "urgent": True})

@@ -9,13 +9,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from deuz_django.core import (
-    ImagePart,
-    Message,
-    TextPart,
-    generate_text,
-    tool,
-)
+from deuz_django.core import ImagePart, Message, TextPart, generate_text, tool
 from deuz_django.core.durable import (
     DurableSession,
     create_approval_signer,

@@ -24,15 +24,7 @@ from typing import Any
 
 import pytest
 
-from ... import (
-    Deps,
-    ImagePart,
-    Message,
-    ToolResultPart,
-    Usage,
-    generate_text,
-    tool,
-)
+from ... import Deps, ImagePart, Message, ToolResultPart, Usage, generate_text, tool
 from ..._awaitable import resolve
 from ...durable import (
     AgentCheckpoint,

@@ -1,0 +1,538 @@
+"""Verdicts on approval rows: the one check that says whether a verdict may be recorded,
+and the one write that records it (:mod:`deuz_django.approvals.settling` turns the rows into the
+approval responses a run's next leg settles with).
+
+Every surface — the admin, the REST API, the WebSocket consumer, the ``deuz`` command —
+asks :func:`check_verdict` (the REST API for a whole batch before it records any of it)
+and records with :func:`record_verdict`; :func:`decide` does both for one verdict. The
+check, in order: a signed-in user who may see the run, who may decide this call (the
+permission and separation-of-duties rules of :mod:`deuz_django.permissions`), an
+approval still pending and not too old, and — for an approval — a token that verifies,
+pins exactly this call on this run and is young enough (:func:`token_refusal`, the same
+check the resume-time settle makes). A decided row never changes again: every write is
+an ``UPDATE`` conditional on the row still being ``pending`` — a call whose deadline
+passed too (:func:`record_timeout`), so a verdict racing the deadline either wins or
+is refused.
+
+An ``outcome_unknown`` approval (a call a crash left in doubt) takes one of three
+answers through the same check and write: approving with a ``result`` ("it happened")
+records that result as the call's outcome in the step journal, so the next leg uses it
+without executing the call; approving without one ("run it again") clears the call's
+start, so it runs; denying ("mark it failed") answers it with an error.
+
+Edit, then approve: an approving verdict on a call of an ``editable`` tool may carry an
+``edited_input``. It needs the edit permission (:func:`~deuz_django.permissions.
+edit_refusal`) and must pass the tool's schema; the token still pins the model's call, so
+an edit never changes which tool runs. The row keeps both inputs; the next leg runs the
+tool with the edited one and tells the model so.
+
+Questions for a person: an approving verdict on a ``question`` row carries the
+``answer``, checked against the row's question (:mod:`deuz_django.approvals.questions`) before
+anything is written; the row keeps it, and the next leg makes it the call's result.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from ..conf import deuz_settings
+from ..core import tracing
+from ..core.durable import ApprovalSigner, create_approval_signer, token_problem
+from ..core.durable.codec import decode_json, encode_json
+from ..core.exceptions import DeuzError
+from ..core.tools import ToolArgumentsError, ToolCall
+from ..exceptions import (
+    ApprovalAlreadyDecided,
+    ApprovalExpired,
+    ApprovalNotFound,
+    InvalidVerdict,
+    NotPermitted,
+)
+from ..models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, RunStatus
+from ..permissions import (
+    approval_tool,
+    can_view_run,
+    decide_refusal,
+    edit_refusal,
+    is_signed_in,
+)
+from ..rules.grants import Allow, allow_problem, record_grant
+from ..signals import approval_decided, send_on_commit
+from ..standing import StandingRule
+from ..storage.db import bounded_atomic
+from ..storage.step_journal import calls_in_doubt
+from .questions import answer_problem, recorded_answer
+from .tool_versions import changes, definition, digest
+
+EXPIRED_REASON = "Approval expired."
+RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
+
+
+def approval_signer() -> ApprovalSigner:
+    """The signer for ``DEUZ["APPROVAL_SECRET"]`` (and its fallback secrets)."""
+    secret = deuz_settings.APPROVAL_SECRET
+    if not secret:
+        raise ImproperlyConfigured(
+            "DEUZ['APPROVAL_SECRET'] is not set (check deuz_django.E001)."
+        )
+    return create_approval_signer(
+        secret=secret, fallback_secrets=tuple(deuz_settings.APPROVAL_FALLBACK_SECRETS)
+    )
+
+
+def max_age() -> timedelta | None:
+    """``DEUZ["APPROVAL_MAX_AGE"]``: how long an approval and its token stay decidable."""
+    seconds = deuz_settings.APPROVAL_MAX_AGE
+    return None if seconds is None else timedelta(seconds=float(seconds))
+
+
+def expiry_cutoff(now: datetime | None = None) -> datetime | None:
+    """Approvals created before this moment are too old to decide (``None``: no expiry)."""
+    age = max_age()
+    return None if age is None else (now or timezone.now()) - age
+
+
+def is_expired(approval: Approval, now: datetime | None = None) -> bool:
+    cutoff = expiry_cutoff(now)
+    return cutoff is not None and approval.created_at <= cutoff
+
+
+def user_or_none(user: Any) -> Any:
+    return user if getattr(user, "is_authenticated", False) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One answer to one pending call, as a surface received it.
+
+    ``token`` is what an untrusted client echoed (the REST API, the WebSocket); ``None``
+    on a surface whose user never sees tokens (the admin, the command), where the
+    approval's own stored token is checked instead — so every path passes the signer.
+    """
+
+    approved: bool
+    reason: str = ""
+    token: str | None = None
+    # "It happened": the result a person saw, for an ``outcome_unknown`` approval.
+    result: RecordedResult | None = None
+    # "Edit, then approve": the input the call runs with instead of the model's.
+    edited_input: dict[str, Any] | None = None
+    # "Approve, and allow this tool": the grant the approval makes (deuz_django.rules.grants).
+    allow: Allow | None = None
+    # Questions for a person: the answer an approving verdict gives (None: no answer).
+    answer: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedResult:
+    """A call's outcome as a person recorded it (any JSON value; ``None`` is a value)."""
+
+    value: Any
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a verdict may not be recorded: the error to answer with, the bare reason (for
+    per-item API errors) and the input it is about."""
+
+    error: DeuzError | NotPermitted
+    problem: str
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A recorded verdict, and whether it was the run's last undecided one."""
+
+    approval: Approval
+    run_ready: bool
+
+    @property
+    def expired(self) -> bool:
+        """The approval was too old: recorded as ``expired``, whatever the verdict was."""
+        return self.approval.status == ApprovalStatus.EXPIRED
+
+
+def token_refusal(approval: Approval, token: str | None) -> str | None:
+    """Why ``token`` does not authorize exactly this approval's call on this run now
+    (:func:`deuz_django.core.durable.token_problem`, the check the settle makes too):
+    it must verify, be bound to the run, pin the call (id, tool, input) and be younger
+    than ``APPROVAL_MAX_AGE``."""
+    age = max_age()
+    problem = token_problem(
+        token,
+        ToolCall(approval.tool_call_id, approval.tool_name, approval.input),
+        signer=approval_signer(),
+        run_id=approval.run.run_id,
+        max_age_ms=None if age is None else age / timedelta(milliseconds=1),
+    )
+    return None if problem is None else problem.message
+
+
+def check_verdict(
+    user: Any, approval: Approval, verdict: Verdict, *, now: datetime | None = None
+) -> Refusal | None:
+    """Whether ``user`` may record ``verdict`` on ``approval`` now (``None``: they may).
+
+    Records nothing. An approval too old to decide is refused with
+    :class:`ApprovalExpired` (:func:`decide` records it as expired instead).
+    """
+    if not is_signed_in(user):
+        problem = "Sign in to decide approvals."
+        return Refusal(NotPermitted(problem), problem, "approvalId")
+    run = approval.run
+    if not can_view_run(user, run):
+        problem = "no approval with this id on this run"
+        return Refusal(
+            ApprovalNotFound(f"No approval with id {approval.pk}."),
+            problem,
+            "approvalId",
+        )
+    problem = decide_refusal(user, approval, approving=verdict.approved)
+    if problem is not None:
+        return Refusal(NotPermitted(problem), problem, "approvalId")
+    if verdict.edited_input is not None and verdict.approved:
+        problem = edit_refusal(user, approval)
+        if problem is not None:
+            return Refusal(NotPermitted(problem), problem, "editedInput")
+    return state_refusal(approval, verdict, now=now)
+
+
+def state_refusal(
+    approval: Approval, verdict: Verdict, *, now: datetime | None = None
+) -> Refusal | None:
+    """The part of :func:`check_verdict` that holds for anyone, operators included: the
+    approval is still pending and decidable, and an approving verdict's token is good."""
+    if not approval.is_pending:
+        return Refusal(
+            ApprovalAlreadyDecided(
+                f"Approval {approval.approval_id} was already {approval.status}."
+            ),
+            f"was already {approval.status}",
+            "approvalId",
+        )
+    if is_expired(approval, now):
+        problem = "the approval has expired"
+        return Refusal(
+            ApprovalExpired(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "token",
+        )
+    if verdict.result is not None and (
+        approval.kind != ApprovalKind.OUTCOME_UNKNOWN or not verdict.approved
+    ):
+        problem = "only approving an outcome-unknown call records a result"
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "result",
+        )
+    if verdict.edited_input is not None:
+        problem = edit_problem(approval, verdict)
+        if problem is not None:
+            return Refusal(
+                InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+                problem,
+                "editedInput",
+            )
+    problem = answer_problem(approval, verdict.approved, verdict.answer)
+    if problem is not None:
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
+            problem,
+            "answer",
+        )
+    refused = (
+        None
+        if verdict.allow is None
+        else allow_problem(approval, verdict.approved, verdict.allow)
+    )
+    if refused is not None:
+        field, problem = refused
+        return Refusal(
+            InvalidVerdict(f"Approval {approval.approval_id}, {field}: {problem}."),
+            problem,
+            field,
+        )
+    if not verdict.approved:
+        return None  # a denial needs no token
+    if approval.kind == ApprovalKind.CLIENT_TOOL:
+        return None  # D11: no request was signed for a client tool's call
+    token = approval.token if verdict.token is None else verdict.token
+    problem = token_refusal(approval, token)
+    if (
+        problem is None
+        and approval.token
+        and not hmac.compare_digest(token, approval.token)
+    ):
+        # Signed for the same call as asked before (a re-used call id, a replayed
+        # turn): a verdict approves the ask whose token it echoes, never a later one.
+        problem = "the token was issued for an earlier request of this call"
+    if problem is None:
+        return None
+    return Refusal(
+        InvalidVerdict(f"Approval {approval.approval_id}: {problem}."), problem, "token"
+    )
+
+
+def _edited_input(
+    approval: Approval, verdict: Verdict, status: str
+) -> dict[str, Any] | None:
+    """The input a recorded verdict runs the call with, when not the model's: an
+    approving verdict's edit, or — on a call in doubt, which is never edited — the edit
+    that ran before the crash (kept, so "run it again" runs it again)."""
+    if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+        return approval.edited_input
+    return verdict.edited_input if status == ApprovalStatus.APPROVED else None
+
+
+def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
+    """Why ``verdict.edited_input`` may not replace the call's input: only an approving
+    verdict on a gated call of an ``editable`` tool edits, and the edited input must pass
+    the tool's schema (the problem names the field: ``editedInput.amount: …``)."""
+    if not verdict.approved:
+        return "only an approving verdict may edit the call's input"
+    if approval.kind != ApprovalKind.APPROVAL:
+        return "a call in doubt is not edited: record its result, or run it again"
+    try:
+        tool = approval_tool(approval)
+    except DeuzError as error:
+        return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
+    if tool is None or not tool.editable:
+        return f"the input of {approval.tool_name} calls may not be edited"
+    if tool.validate is not None:
+        try:
+            tool.validate(verdict.edited_input)
+        except ToolArgumentsError as error:
+            return "; ".join(f"editedInput.{issue}" for issue in error.issues)
+    return None
+
+
+def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
+    """Check and record one verdict (raising the refusal's error); an approval past
+    ``APPROVAL_MAX_AGE`` is recorded as ``expired`` and its call will not run."""
+    refusal = check_verdict(user, approval, verdict)
+    if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
+        raise refusal.error
+    return record_verdict(approval, user, verdict)
+
+
+def record_verdict(
+    approval: Approval,
+    user: Any,
+    verdict: Verdict,
+    *,
+    operator: str = "",
+    automatic: StandingRule | Grant | None = None,
+) -> Decision:
+    """Write a verdict that :func:`check_verdict` accepted (an expired approval is
+    written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
+    was recorded in between. ``operator`` names who overrode the user rules from a
+    shell (``deuz resume --operator``), ``automatic`` the standing rule or grant that
+    decided (:mod:`deuz_django.rules.automatic`), recorded in the same write — as is the
+    grant an approving verdict's ``allow`` makes."""
+    if is_expired(approval):
+        status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
+    elif verdict.approved:
+        status, reason = ApprovalStatus.APPROVED, verdict.reason
+    else:
+        status, reason = ApprovalStatus.DENIED, verdict.reason
+    with bounded_atomic():
+        updated = _write(
+            approval,
+            Q(),
+            status=status,
+            decided_by=user_or_none(user),
+            reason=reason,
+            operator=operator,
+            edited_input=_edited_input(approval, verdict, status),
+            answer=recorded_answer(approval, status, verdict.answer),
+            decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
+            decided_by_grant=automatic if isinstance(automatic, Grant) else None,
+            decided_on_definition=_definition_digest(approval)
+            if status == ApprovalStatus.APPROVED
+            else "",
+        )
+        if updated and status == ApprovalStatus.APPROVED:
+            if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+                _settle_in_doubt(approval, verdict.result)
+            if verdict.allow is not None:
+                record_grant(approval, user, verdict.allow)
+    approval.refresh_from_db()
+    if not updated:
+        raise ApprovalAlreadyDecided(
+            f"Approval {approval.approval_id} was already {approval.status}."
+        )
+    return _recorded(approval)
+
+
+def current_definition(approval: Approval) -> dict[str, Any] | None:
+    """The definition of the approval's tool as deployed now (``None``: the agent has
+    no such tool any more); raises the agent's error when it cannot be built now."""
+    return definition(approval_tool(approval))
+
+
+def definition_changes(approval: Approval) -> list[str]:
+    """What a deploy changed in the approval's tool since the call was asked, for the
+    approver (``[]``: nothing, or the row predates definitions, or the tool cannot be
+    read now — its deciding is refused then anyway)."""
+    if approval.tool_definition is None:
+        return []
+    try:
+        now = current_definition(approval)
+    except DeuzError:
+        return []
+    return changes(approval.tool_definition, now)
+
+
+def definition_changed_since_verdict(approval: Approval) -> str | None:
+    """Why an approved call may not run on the tool as deployed now: a verdict runs the
+    definition it was given on, never a changed one (``None``: it may run)."""
+    if not approval.decided_on_definition:
+        return None  # decided before definitions were recorded
+    tool = approval.tool_name
+    try:
+        now = digest(current_definition(approval))
+    except DeuzError as error:
+        return f"The {tool} tool cannot be read now ({error}); the call was not run."
+    if now == approval.decided_on_definition:
+        return None
+    return (
+        f"The {tool} tool changed after this call was approved (a deploy), so the "
+        "call was not run: a verdict given on one definition of a tool never runs "
+        "another. Ask for it again if it is still wanted."
+    )
+
+
+def _definition_digest(approval: Approval) -> str:
+    """The digest of the tool definition a verdict is given on now (``""`` when the
+    tool cannot be read — its approving is refused before this for a person)."""
+    try:
+        return digest(current_definition(approval))
+    except DeuzError:
+        return ""
+
+
+def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | None:
+    """Record a call nobody decided in time as ``expired``, by the system, with
+    ``reason`` (:mod:`deuz_django.deadlines.rows`) — only while it is pending and ``due``
+    still holds for its row (an escalation may have moved its deadline meanwhile).
+    ``None`` when it did not (a verdict or another sweep came first): one write wins."""
+    if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
+        return None
+    approval.refresh_from_db()
+    return _recorded(approval)
+
+
+def _write(approval: Approval, condition: Q, **values: Any) -> bool:
+    """The one write of a verdict: conditional on the row still being pending."""
+    rows = Approval.objects.filter(condition, pk=approval.pk)
+    return bool(
+        rows.filter(status=ApprovalStatus.PENDING).update(
+            decided_at=timezone.now(), **values
+        )
+    )
+
+
+def _recorded(approval: Approval) -> Decision:
+    announce_verdict(approval)
+    return Decision(approval, run_ready=not current_pending(approval.run).exists())
+
+
+def announce_verdict(approval: Approval) -> None:
+    """A recorded verdict leaves its traces: the ``await_approval`` span and, once its
+    transaction commits, the ``approval_decided`` signal."""
+    trace_verdict(approval)
+    send_on_commit(approval_decided, Approval, approval=approval)
+
+
+def trace_verdict(approval: Approval) -> None:
+    """The wait for a recorded verdict as an ``await_approval {tool}`` span in the run's
+    trace, from the request to the verdict, naming who decided (a no-op unless
+    OpenTelemetry records spans). Recorded here, where every verdict is written — by a
+    person, an operator, an expiry or a resume that denies what is undecided — so the wait
+    shows up when it ends, not only once the run resumes."""
+    assert approval.decided_at is not None
+    if approval.decided_by_rule_id is not None:
+        decider = {"kind": "rule", "rule.id": str(approval.decided_by_rule_id)}
+    elif approval.decided_by_grant_id is not None:
+        decider = {"kind": "grant", "grant.id": str(approval.decided_by_grant_id)}
+    elif approval.operator:
+        decider = {"kind": "operator", "operator": approval.operator}
+    elif approval.decided_by is not None:
+        decider = {
+            "kind": "user",
+            "user.id": str(approval.decided_by.pk),
+            "user.name": str(approval.decided_by.get_username()),
+        }
+    else:
+        decider = {"kind": "system"}
+    tracing.record_approval(
+        approval.run.trace_context,
+        tool_name=approval.tool_name,
+        tool_call_id=approval.tool_call_id,
+        approval_id=approval.approval_id,
+        status=approval.status,
+        requested_at_ns=_ns(approval.created_at),
+        decided_at_ns=_ns(approval.decided_at),
+        decider=decider,
+        reason=approval.reason,
+    )
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp()) * 10**9 + moment.microsecond * 1000
+
+
+def _settle_in_doubt(approval: Approval, result: RecordedResult | None) -> None:
+    """Write a person's answer to an in-doubt call into the step journal: its outcome
+    ("it happened"), or no record at all ("run it again")."""
+    run = approval.run
+    calls = calls_in_doubt(run.pk, run.run_id, [approval.tool_call_id])
+    if result is None:
+        calls.delete()
+    else:
+        calls.update(
+            finished=True, result=encode_json(result.value), is_error=result.is_error
+        )
+
+
+def pending_ids(run: Run) -> list[str]:
+    """The approval ids the run's latest checkpoint is suspended on."""
+    if run.status != RunStatus.SUSPENDED or not run.pending_approvals:
+        return []
+    return [item["approvalId"] for item in decode_json(run.pending_approvals)]
+
+
+def waiting_ids(run: Run) -> list[str]:
+    """The approval ids a suspended run's next leg settles: those its checkpoint is
+    suspended on, and its client tool calls (D11: rows of kind ``client_tool`` of the
+    current ask)."""
+    if run.status != RunStatus.SUSPENDED:
+        return []
+    client_calls = (
+        Approval.objects.asked_at(run)
+        .filter(kind=ApprovalKind.CLIENT_TOOL)
+        .exclude(approval_id__in=pending_ids(run))
+    )
+    return [*pending_ids(run), *client_calls.values_list("approval_id", flat=True)]
+
+
+def current_pending(run: Run) -> QuerySet[Approval]:
+    """The approvals the run still waits for: undecided and not yet too old to decide."""
+    waiting = waiting_ids(run)
+    if not waiting:  # a running or finished run: nothing to build a query for
+        return run.approvals.none()
+    pending = Approval.objects.asked_at(run).filter(
+        approval_id__in=waiting, status=ApprovalStatus.PENDING
+    )
+    cutoff = expiry_cutoff()
+    return pending if cutoff is None else pending.filter(created_at__gt=cutoff)

@@ -1,0 +1,324 @@
+"""One way a run continues: claim it, then run its next leg here or in a worker.
+
+Everything that moves a run on — the WebSocket and SSE after a verdict or a crash, the
+REST API, the admin, the ``deuz`` command, recovery — calls :func:`acontinue_run` or
+:func:`continue_run`. The claim is the same for all of them
+(:func:`deuz_django.runs.claims.claim`): the
+caller's permission (when a user asks), the run's lease taken by compare-and-set, the
+run checked resumable and its verdicts gathered. So the caller learns at once that the run is busy
+(:class:`RunBusy`), finished or still waiting for a verdict (:class:`RunNotResumable`),
+unknown (:class:`RunNotFound`) or not theirs to resume (:class:`NotPermitted`). Only
+where the leg then runs differs:
+
+- ``in_process=True``: in this process's event loop, as a background task (a socket may
+  come and go meanwhile) — or, from sync code, to its end before returning;
+- ``in_process=False``: in the background, the caller never waits (:func:`hand_off`):
+  queued through ``django.tasks`` for a worker, the task taking the lease over
+  (:func:`deuz_django.runs.tasks.enqueue_claimed_leg`) — or, when the backend would run the
+  task inside the caller (the immediate backend), run by this process: on its server's
+  event loop (:func:`home_loop`), else in a thread of its own. If the leg is lost (a
+  task purged, a process killed), the lease lapses and recovery continues the run.
+
+Either way a leg that leaves the run waiting on nothing undecided — standing rules or
+grants decided every call it suspended on — is followed at once by the next leg, claimed
+the same way once the previous one released the lease (:func:`deuz_django.runs.claims.run_legs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import threading
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
+from django.db import connections, transaction
+
+from ..core import AbortController
+from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
+from ..storage import leases
+from ..storage.leases import Lease
+from . import draining
+from .claims import claim, run_legs
+from .legs import LegOutcome, PartObserver
+from .tasks import enqueue_claimed_leg, runs_in_caller
+
+logger = logging.getLogger("deuz_django")
+
+_running: dict[str, asyncio.Task[LegOutcome]] = {}  # legs this process runs right now
+_home_loop: asyncio.AbstractEventLoop | None = None
+_handed_off: set[Future[LegOutcome]] = set()  # legs hand_off gave this process to run
+_handed_off_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A claimed run whose next leg runs on the caller's event loop (``leg``), in this
+    process's background (``handed_off``) or in a worker (``task``)."""
+
+    run_id: str
+    leg: asyncio.Task[LegOutcome] | None = None
+    task: Any = None  # the django.tasks TaskResult
+    handed_off: Future[LegOutcome] | None = None
+    finished: LegOutcome | None = None  # a leg already run to its end
+
+    @property
+    def outcome(self) -> LegOutcome | None:
+        """How the leg ended, when that is known already (``None`` while it runs)."""
+        if self.finished is not None:
+            return self.finished
+        if self.leg is not None and self.leg.done() and not self.leg.cancelled():
+            return self.leg.result()
+        background = self.handed_off
+        if background is not None and background.done() and not background.cancelled():
+            return background.result() if background.exception() is None else None
+        if self.task is not None and self.task.is_finished:
+            value = self.task.return_value
+            # busy: the claim was taken over; stopping: the worker left it to another
+            if value and value.get("status") not in ("busy", "stopping"):
+                return LegOutcome.from_json(value)
+        return None
+
+    async def wait(self) -> LegOutcome | None:
+        """The leg's outcome once it ended on this event loop; a leg queued or handed
+        off is not waited for.
+
+        Cancelling the waiter cancels the leg, which aborts cooperatively: this returns
+        (re-raising the cancellation) only once the leg really stopped and released its
+        lease, so a tool of it still running is never raced by a new leg.
+        """
+        leg = self.leg
+        if leg is None:
+            return self.outcome
+        try:
+            return await asyncio.shield(leg)
+        except asyncio.CancelledError:
+            leg.cancel()
+            while not leg.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(leg)
+            raise
+
+
+async def acontinue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Claim ``run_id`` and start its next leg: a task of this event loop, or in the
+    background (:func:`hand_off`).
+
+    ``observer`` (every canonical part, after it was journaled) and ``controller`` (to
+    abort the leg) apply to a leg run here.
+    """
+    if in_process:
+        draining.refuse_if_stopping(run_id)
+    lease = await sync_to_async(claim)(run_id, user=user, deny_remaining=deny_remaining)
+    if not in_process:
+        return await sync_to_async(hand_off)(lease)
+    return run_here(lease, observer=observer, controller=controller)
+
+
+def run_here(
+    lease: Lease,
+    *,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Start the leg of a claimed run as a task of the running event loop."""
+    global _home_loop
+    _home_loop = asyncio.get_running_loop()
+    run_id = lease.run_id
+    leg = asyncio.ensure_future(
+        run_legs(lease, observer=observer, controller=controller)
+    )
+    _running[run_id] = leg
+    leg.add_done_callback(lambda done: _forget(run_id, done))
+    return Continuation(run_id, leg=leg)
+
+
+def home_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop this process runs legs on (a server's), if any: where
+    recovery continues runs too, beside the readers that follow them.
+
+    In a thread the server's loop handed a sync call to (a sync view under an ASGI
+    server, run through asgiref's ``sync_to_async``), that loop is the home, before any
+    leg ran on it; asgiref records it in the thread for ``async_to_sync``.
+    """
+    for loop in (_calling_loop(), _home_loop):
+        if loop is not None and loop.is_running():
+            return loop
+    return None
+
+
+def _calling_loop() -> asyncio.AbstractEventLoop | None:
+    called = SyncToAsync.threadlocal
+    if getattr(called, "main_event_loop_pid", None) != os.getpid():  # forked since
+        return None
+    loop: asyncio.AbstractEventLoop | None = getattr(called, "main_event_loop", None)
+    return loop
+
+
+def hand_off(lease: Lease) -> Continuation:
+    """Start the leg of a claimed run in the background; the caller never waits for it.
+
+    With a worker backend the leg is queued through ``django.tasks``. A backend that
+    would run the task inside the caller (the immediate backend:
+    :func:`~deuz_django.runs.tasks.runs_in_caller`) would make a web request wait for the
+    whole leg, so this process runs it instead, once the caller's transaction commits
+    (at once outside one): the leg reads the verdicts and the claim on connections of
+    its own. It runs on the server's event loop when there is one (:func:`home_loop`),
+    beside the readers that follow the run, else in a thread of its own that ends with
+    it. Either way :mod:`deuz_django.runs.draining` knows the leg while it runs, so a SIGTERM
+    lets it reach a boundary; a process already stopping takes no leg
+    (:class:`ProcessStopping`, the lease given back).
+    """
+    if not runs_in_caller():
+        return Continuation(lease.run_id, task=enqueue_claimed_leg(lease))
+    if draining.stopping():
+        leases.release(lease)
+        raise ProcessStopping(lease.run_id)
+    ended: Future[LegOutcome] = Future()
+
+    def start() -> None:
+        with _handed_off_lock:
+            _handed_off.add(ended)
+        ended.add_done_callback(_forget_handed_off)
+        loop = home_loop()
+        if loop is not None:
+            _start_on_loop(loop, lease, ended)
+        else:
+            _start_in_thread(lease, ended)
+
+    transaction.on_commit(start)
+    return Continuation(lease.run_id, handed_off=ended)
+
+
+def join_handed_off(timeout: float | None = None) -> None:
+    """Wait until every leg this process handed off (:func:`hand_off`) has ended —
+    what a test does before it looks at a run a request resumed. ``TimeoutError``
+    after ``timeout`` seconds."""
+    with _handed_off_lock:
+        legs = list(_handed_off)
+    _done, running = wait(legs, timeout)
+    if running:
+        raise TimeoutError(f"{len(running)} handed-off leg(s) still running")
+
+
+async def ajoin_handed_off() -> None:
+    """:func:`join_handed_off` for async callers (bound it with ``asyncio.timeout``):
+    the legs handed to this event loop go on while it waits."""
+    with _handed_off_lock:
+        legs = [asyncio.wrap_future(leg) for leg in _handed_off]
+    if legs:
+        await asyncio.wait(legs)
+
+
+def _start_on_loop(
+    loop: asyncio.AbstractEventLoop, lease: Lease, ended: Future[LegOutcome]
+) -> None:
+    def start() -> None:
+        leg = run_here(lease).leg
+        assert leg is not None
+        leg.add_done_callback(lambda done: _settle(ended, done))
+
+    # A context of its own: the leg must not inherit the request's (asgiref's
+    # per-request thread, which ends with the request).
+    loop.call_soon_threadsafe(start, context=contextvars.Context())
+
+
+def _settle(ended: Future[LegOutcome], leg: asyncio.Task[LegOutcome]) -> None:
+    if leg.cancelled():
+        ended.cancel()
+        return
+    error = leg.exception()
+    if error is not None:
+        ended.set_exception(error)
+    else:
+        ended.set_result(leg.result())
+
+
+def _start_in_thread(lease: Lease, ended: Future[LegOutcome]) -> None:
+    """The leg in a thread of its own. Not a daemon: an exiting interpreter (a command,
+    a script) waits for it, as a SIGTERM drain does."""
+    draining.install()  # from the main thread (a script, a sync server's worker)
+    threading.Thread(
+        target=_run_in_thread, args=(lease, ended), name=f"deuz-leg-{lease.run_id}"
+    ).start()
+
+
+def _run_in_thread(lease: Lease, ended: Future[LegOutcome]) -> None:
+    try:
+        ended.set_result(_legs_then_close(lease))
+    except BaseException as error:
+        logger.error("deuz: leg of run %s failed", lease.run_id, exc_info=error)
+        ended.set_exception(error)
+
+
+def _legs_then_close(lease: Lease) -> LegOutcome:
+    """The run's legs, then this thread's database connections closed: the legs'
+    database calls ran in this thread (asgiref's ``async_to_sync`` runs them in the
+    thread that called it)."""
+    try:
+        return async_to_sync(run_legs)(lease)
+    finally:
+        connections.close_all()
+
+
+def _forget_handed_off(leg: Future[LegOutcome]) -> None:
+    with _handed_off_lock:
+        _handed_off.discard(leg)
+
+
+def continue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+) -> Continuation:
+    """:func:`acontinue_run` for sync callers; a leg run here has ended on return."""
+    if not in_process:
+        return hand_off(claim(run_id, user=user, deny_remaining=deny_remaining))
+
+    async def to_the_end() -> LegOutcome | None:
+        continuation = await acontinue_run(
+            run_id,
+            in_process=True,
+            user=user,
+            deny_remaining=deny_remaining,
+            observer=observer,
+        )
+        return await continuation.wait()
+
+    return Continuation(run_id, finished=async_to_sync(to_the_end)())
+
+
+async def acontinue_quietly(run_id: str) -> Continuation | None:
+    """Continue the run here unless another leg has it or it cannot move on — what a
+    reader does after a verdict or on finding its run abandoned. Never raises."""
+    try:
+        return await acontinue_run(run_id, in_process=True)
+    except (RunBusy, RunNotResumable, LookupError) as error:  # LookupError: gone,
+        # or its agent is unknown
+        logger.info("deuz: run %s not continued here: %s", run_id, error)
+    except Exception:
+        logger.exception("deuz: continuing run %s failed", run_id)
+    return None
+
+
+def _forget(run_id: str, leg: asyncio.Task[LegOutcome]) -> None:
+    if _running.get(run_id) is leg:
+        del _running[run_id]
+    if not leg.cancelled() and leg.exception() is not None:
+        logger.error("deuz: leg of run %s failed", run_id, exc_info=leg.exception())

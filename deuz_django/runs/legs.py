@@ -1,0 +1,464 @@
+"""One leg of a run, under its lease: gather the verdicts, run the loop from the latest
+checkpoint, journal every part, renew the lease while it runs, and say how it ended.
+
+The run service (:mod:`deuz_django.services`) takes or receives the lease and calls
+:func:`run_leg`; everything a leg does between taking its lease and releasing it is here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError
+from django.db.models import F
+from django.utils import timezone
+
+from ..approvals.asking import record_suspension
+from ..approvals.settling import collect_verdicts, settle_max_age_ms
+from ..approvals.verdicts import approval_signer, current_pending
+from ..core import AbortController, Deps, ErrorPart, StreamPart, tracing
+from ..core.durable import resume_stream_from_checkpoint
+from ..core.generate import StreamChatResult
+from ..exceptions import (
+    CheckpointSaveFailed,
+    LeaseLost,
+    ProcessStopping,
+    RunNotFound,
+    RunNotResumable,
+    RunStopped,
+)
+from ..models import Run, RunStatus
+from ..registry import AgentSpec, agent_pricer, load_agent
+from ..signals import run_completed, run_failed, run_suspended, send_on_commit
+from ..storage import leases
+from ..storage.db import discard_if_broken, once_more_if_broken
+from ..storage.leases import Lease
+from ..storage.step_journal import ExecutionCounts
+from ..storage.store import DjangoSessionStore
+from ..streaming.live import LegStream
+from . import draining, stopping
+from .threads import with_django_threads
+
+logger = logging.getLogger("deuz_django")
+
+ABORTED = "The leg was aborted."
+PartObserver = Callable[[StreamPart], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class LegOutcome:
+    """How a leg ended: the run's status afterwards, and the error if the leg failed."""
+
+    run_id: str
+    status: str
+    finish_reason: str | None
+    pending_approvals: int
+    error: str | None = None
+
+    @property
+    def decided(self) -> bool:
+        """The run suspended, but every call it waits on is decided already (standing
+        rules or grants decided them as it suspended): it may continue at once."""
+        return (
+            self.status == RunStatus.SUSPENDED
+            and self.pending_approvals == 0
+            and self.error is None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """What a background task returns (task results are JSON)."""
+        return {
+            "runId": self.run_id,
+            "status": self.status,
+            "finishReason": self.finish_reason,
+            "pendingApprovals": self.pending_approvals,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LegOutcome:
+        return cls(
+            run_id=data["runId"],
+            status=data["status"],
+            finish_reason=data["finishReason"],
+            pending_approvals=data["pendingApprovals"],
+            error=data["error"],
+        )
+
+
+def gather_verdicts(
+    run_id: str, *, deny_remaining: bool = False, user: Any = None
+) -> tuple[Run, list[dict[str, Any]]]:
+    """Under the lease: check the run may resume, and gather its verdicts (with
+    ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf).
+    Raises :class:`RunStopped` for a run asked to stop (the lease holder applies it)."""
+    run = Run.objects.named(run_id).first()
+    if run is None:
+        raise RunNotFound(f"No run '{run_id}'.")
+    if run.status == RunStatus.COMPLETED:
+        raise RunNotResumable(f"Run '{run_id}' is completed.")
+    if run.status == RunStatus.STOPPED or run.stop_requested_at is not None:
+        raise RunStopped(f"Run '{run_id}' was asked to stop; nothing continues it.")
+    return run, collect_verdicts(run, deny_remaining=deny_remaining, user=user)
+
+
+def _prepare(
+    run_id: str,
+) -> tuple[Run, AgentSpec, list[dict[str, Any]], float | None]:
+    """The run, its agent, the verdicts the leg settles with, and the token age they
+    pass at; :class:`RunStopped` when the run may not start another leg."""
+    run, verdicts = gather_verdicts(run_id)
+    spec = load_agent(run.agent)
+    problem = spec.run_limits.legs_problem(run.legs + 1)
+    if problem is not None:
+        raise RunStopped(f"Stopped by the system: {problem}.", limit=problem)
+    return run, spec, verdicts, settle_max_age_ms(verdicts, run)
+
+
+async def _keep_lease(lease: Lease, controller: AbortController) -> None:
+    """Renew the lease every third of its length; abort the leg once it was taken over,
+    or when renewals kept failing for two thirds of it (before it can lapse)."""
+    duration = leases.lease_duration().total_seconds()
+    interval = max(0.05, duration / 3)
+    renewed = time.monotonic()
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            held = await sync_to_async(once_more_if_broken)(lambda: leases.renew(lease))
+        except Exception:
+            if time.monotonic() - renewed + interval >= duration:
+                logger.error(
+                    "deuz: the lease on run %s could not be renewed; aborting this leg",
+                    lease.run_id,
+                    exc_info=True,
+                )
+                controller.abort(
+                    LeaseLost(f"Lease on run '{lease.run_id}' could not be renewed.")
+                )
+                return
+            logger.warning(
+                "deuz: renewing the lease on run %s failed; retrying",
+                lease.run_id,
+                exc_info=True,
+            )
+            continue
+        renewed = time.monotonic()
+        if not held:
+            logger.error(
+                "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
+            )
+            controller.abort(
+                LeaseLost(f"Lease on run '{lease.run_id}' was taken over.")
+            )
+            return
+
+
+async def _open_stream(lease: Lease, controller: AbortController) -> LegStream | None:
+    """The leg's journal and cancel listener; a journal that cannot open is logged, and
+    the leg runs without it (a run never depends on its readers). The run is marked
+    ``journal_open`` until the leg's end is journaled, so that if this process dies
+    first, recovery closes the journal for the readers."""
+    try:
+        await _database(_mark_journal_open, lease)
+        return await LegStream.open(lease.run_id, controller, fence=lease)
+    except Exception:
+        logger.exception(
+            "deuz: the stream journal of run %s did not open", lease.run_id
+        )
+        return None
+
+
+async def _drain(
+    leg: StreamChatResult,
+    run_id: str,
+    stream: LegStream | None,
+    observer: PartObserver | None,
+    trace: tracing.RunTrace,
+) -> None:
+    """Pull every part into the journal, then to ``observer``; a failing observer is
+    logged and dropped, never the leg. The leg runs in this task (``drive``). Once the
+    run's first leg started its trace, the trace context is stored for later legs."""
+    untraced = not trace.traceparent
+    async for part in leg.drive():
+        if untraced and trace.started:
+            untraced = False
+            await sync_to_async(_store_trace)(run_id, trace.traceparent)
+        if stream is not None:
+            stream.add(part)
+        if observer is None:
+            continue
+        try:
+            await observer(part)
+        except Exception:
+            logger.exception(
+                "deuz: the part observer of run %s failed; the leg goes on without it",
+                run_id,
+            )
+            observer = None
+
+
+async def _finish_after_cancel(
+    draining: asyncio.Future[None], controller: AbortController
+) -> None:
+    """The caller was cancelled: abort the leg and wait until it really stopped, so the
+    lease is never released while a tool of this leg still runs."""
+    controller.abort(asyncio.CancelledError("the leg's caller was cancelled"))
+    while not draining.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(draining)
+
+
+async def run_leg(
+    lease: Lease,
+    *,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> LegOutcome:
+    """The leg itself, under ``lease`` (a claim's: the verdicts are gathered already),
+    which it renews while it runs and releases after.
+
+    A checkpoint save that fails stops the leg at once (nothing more runs with nothing
+    durable recorded) and leaves the run to recovery; so does a lease found lapsed (the
+    process was held up past it: a GC pause, a stopped VM) and a shutdown (SIGTERM), at
+    the leg's next boundary. Either way the lease is released for another process.
+    """
+    run_id = lease.run_id
+    controller = controller or AbortController()
+    draining.install()
+    # Registered until the lease is released: a shutdown waits for that.
+    with draining.leg_running(run_id, controller):
+        renewer = asyncio.ensure_future(_keep_lease(lease, controller))
+        released: dict[str, Any] = {}
+        try:
+            try:
+                run, leg, stream = await _start(lease, controller)
+            except RunStopped as stop:
+                return await _database(_stopped_outcome, lease, stop)
+            except Exception as error:  # e.g. no approval secret under a bare daphne
+                return await _failed_to_start(lease, controller, error, released)
+            # The leg's task starts inside the run's trace, so its spans join the
+            # trace of the run's earlier legs.
+            with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
+                draining_task = asyncio.ensure_future(
+                    _drain(leg, run_id, stream, observer, trace)
+                )
+            try:
+                # The leg runs in a task of its own, shielded: cancelling the caller
+                # aborts the leg cooperatively instead of tearing it down mid-tool.
+                await asyncio.shield(draining_task)
+            except asyncio.CancelledError:
+                await _finish_after_cancel(draining_task, controller)
+                raise
+            finally:
+                if stream is not None and await _close_stream(stream):
+                    released["journal_open"] = False
+            error: str | None = None
+            finish_reason: str | None = None
+            failed = False
+            reason = controller.signal.reason
+            try:
+                finish_reason = (await leg.result()).finish_reason
+            except RunStopped as stop:  # a run-wide limit, as a call was to start
+                reason = stop
+            except Exception as exc:
+                error = str(exc) or type(exc).__name__
+            if isinstance(reason, RunStopped):
+                error = None  # a stop is not a failure: the outcome says stopped
+                if reason.limit:
+                    await _database(
+                        stopping.stop_by_system, run_id, _sentence(reason.limit)
+                    )
+            elif isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
+                # Not the run's failure: recovery continues it from its last boundary
+                # (the database may be back; a lease that lapsed while this leg was
+                # held up is free). A lease taken over is the new holder's: this
+                # release, fenced by generation, leaves its row alone.
+                error = str(reason)
+                released.update(last_error=error[:2000], recover_after=timezone.now())
+            elif isinstance(reason, ProcessStopping):
+                pass  # handed over: another process continues the run at once
+            elif error is not None or finish_reason == "aborted":
+                # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
+                failed = await _database(_record_error, lease, error or ABORTED)
+            elif reason is None:
+                released.update(recovery_attempts=0, recover_after=None)
+            return await _outcome_or_unknown(lease, finish_reason, error, failed)
+        finally:
+            renewer.cancel()
+            await asyncio.gather(renewer, return_exceptions=True)
+            try:
+                await _database(leases.release, lease, **released)
+            except DatabaseError:
+                logger.exception(
+                    "deuz: releasing the lease on run %s failed; it lapses", run_id
+                )
+
+
+async def _start(
+    lease: Lease, controller: AbortController
+) -> tuple[Run, StreamChatResult, LegStream | None]:
+    """The run, its leg from the latest checkpoint, and the leg's stream journal."""
+    run_id = lease.run_id
+    run, spec, verdicts, max_age_ms = await sync_to_async(_prepare)(run_id)
+    options = spec.call_options()
+    limits = spec.run_limits
+    options["deps"] = replace(
+        with_django_threads(options.get("deps") or Deps(logger=logger)),
+        fence=leases.lease_fence(
+            lease, controller.abort, limits=limits, price=agent_pricer(run.agent)
+        ),
+    )
+    options.update(
+        approval_responses=verdicts,
+        approval_signer=approval_signer(),
+        approval_max_age_ms=max_age_ms,
+        signal=controller.signal,
+    )
+
+    def save_failed(error: BaseException) -> None:
+        controller.abort(CheckpointSaveFailed(f"A checkpoint save failed: {error}"))
+
+    store = DjangoSessionStore(
+        lease=lease,
+        on_lease_lost=controller.abort,
+        on_save_failed=save_failed,
+        on_saved=lambda: draining.stop_at_boundary(run_id, controller),
+        on_suspended=record_suspension,
+        run=run,
+    )
+    store.step_journal.executions = ExecutionCounts(run, limits)
+    leg = resume_stream_from_checkpoint(store, run_id, **options)
+    return run, leg, await _open_stream(lease, controller)
+
+
+async def _database[T](function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``function`` in the ORM's thread; a connection it found broken is discarded."""
+
+    def call() -> T:
+        try:
+            return function(*args, **kwargs)
+        except DatabaseError:
+            discard_if_broken()
+            raise
+
+    return await sync_to_async(call)()
+
+
+async def _outcome_or_unknown(
+    lease: Lease, finish_reason: str | None, error: str | None, failed: bool
+) -> LegOutcome:
+    """How the leg ended; when the database cannot say (it went away after the last
+    save), the outcome says that instead of raising the driver's error."""
+    run_id = lease.run_id
+    try:
+        return await _database(_outcome, lease, finish_reason, error, failed)
+    except DatabaseError as db_error:
+        logger.exception("deuz: reading how run %s's leg ended failed", run_id)
+        return LegOutcome(
+            run_id=run_id,
+            status="unknown",
+            finish_reason=finish_reason,
+            pending_approvals=0,
+            error=error
+            or f"The leg ended, but the database could not confirm it: {db_error}",
+        )
+
+
+async def _close_stream(stream: LegStream) -> bool:
+    """Journal the leg's end; ``False`` (logged) when that failed."""
+    try:
+        await stream.close()
+    except Exception:
+        logger.exception(
+            "deuz: closing the stream journal of run %s failed", stream.run_id
+        )
+        return False
+    return True
+
+
+def _mark_journal_open(lease: Lease) -> None:
+    """The leg's journal is open; and the leg is counted (``Run.legs``), in the same
+    update."""
+    Run.objects.held_by(lease).update(journal_open=True, legs=F("legs") + 1)
+
+
+def _store_trace(run_id: str, traceparent: str) -> None:
+    """Keep the trace the run's first leg started; a failure costs the trace, not the leg."""
+    try:
+        Run.objects.filter(run_id=run_id, trace_context="").update(
+            trace_context=traceparent
+        )
+    except Exception:
+        logger.exception("deuz: storing the trace context of run %s failed", run_id)
+
+
+def _record_error(lease: Lease, error: str) -> bool:
+    """Keep the failed leg's error on the run; ``False`` when the lease was taken over
+    (the run is another process's now, and did not fail)."""
+    return Run.objects.held_by(lease).update(last_error=error[:2000]) == 1
+
+
+async def _failed_to_start(
+    lease: Lease,
+    controller: AbortController,
+    error: Exception,
+    released: dict[str, Any],
+) -> LegOutcome:
+    """The leg could not start (a misconfiguration the system checks could not see,
+    such as an approval secret missing under a server that skips them): its readers get
+    the error and the leg's end — never a silent wait — and the run keeps the error,
+    as a failed leg does."""
+    reason = str(error) or type(error).__name__
+    logger.error("deuz: run %s: the leg could not start: %s", lease.run_id, reason)
+    failed = await _database(_record_error, lease, reason)  # before readers hear it
+    stream = await _open_stream(lease, controller)
+    if stream is not None:
+        stream.add(ErrorPart(error))
+        if await _close_stream(stream):
+            released["journal_open"] = False
+    return await _outcome_or_unknown(lease, None, reason, failed)
+
+
+def _stopped_outcome(lease: Lease, stop: RunStopped) -> LegOutcome:
+    """The run was asked to stop, or reached a run-wide limit, before the leg began:
+    the stop takes effect, and no leg runs."""
+    if stop.limit:
+        stopping.stop_by_system(lease.run_id, _sentence(stop.limit))
+    return _outcome(lease, None, None, False)
+
+
+def _sentence(problem: str) -> str:
+    return f"{problem[:1].upper()}{problem[1:]}."
+
+
+def _outcome(
+    lease: Lease, finish_reason: str | None, error: str | None, failed: bool
+) -> LegOutcome:
+    """How the leg ended — once a stop asked for meanwhile took effect (the leg still
+    holds the lease)."""
+    run_id = lease.run_id
+    run = Run.objects.get(run_id=run_id)
+    if run.stop_requested_at is not None and run.status != RunStatus.STOPPED:
+        stopping.apply_requested_stop(lease)
+        run.refresh_from_db()
+    pending = list(current_pending(run))
+    if failed:
+        send_on_commit(run_failed, Run, run=run, error=error or ABORTED)
+    elif run.status == RunStatus.SUSPENDED:
+        send_on_commit(run_suspended, Run, run=run, approvals=pending)
+    elif run.status == RunStatus.COMPLETED and error is None:
+        send_on_commit(run_completed, Run, run=run)
+    return LegOutcome(
+        run_id=run_id,
+        status=run.status,
+        finish_reason=finish_reason,
+        pending_approvals=len(pending),
+        error=error,
+    )

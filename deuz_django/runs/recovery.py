@@ -1,0 +1,325 @@
+"""Automatic recovery: runs a dead process left behind continue without an operator.
+
+Every process that serves or works (daphne and other ASGI servers, ``runserver``, a tasks
+worker: :func:`serving`) runs a :class:`Sweeper` thread that sweeps once when it starts and
+then every ``RECOVERY_INTERVAL`` seconds. A sweep
+
+- continues each run whose lease lapsed (idle for a lease length, so a run about to be
+  claimed by its starter is left alone), counting attempts since the run last reached a
+  step boundary (a saved checkpoint is progress and starts the count afresh): the n-th
+  waits ``RECOVERY_BACKOFF * 2**(n-1)`` seconds after the one before, and after
+  ``RECOVERY_MAX_ATTEMPTS`` the run is marked failed with its error, for the admin;
+- closes the stream journal of a run that ended while its process died before journaling
+  the leg's end, so its readers receive ``done`` (``[DONE]`` over SSE).
+
+The legs go through ``django.tasks`` (a worker runs them), or, in a server that runs legs
+itself, onto its event loop beside the readers that follow them. Any number of processes
+may sweep at once: each run is taken by its lease's compare-and-set. ``deuz recover`` stays
+for operators; :data:`recover_runs_task` is the same sweep for a scheduler of your own.
+
+The sweeper runs every job in :data:`SWEEPS` in turn — recovery, then the deadlines of
+pending approvals (:mod:`deuz_django.deadlines.sweep`), then the retries of notification
+deliveries (:func:`deuz_django.notifications.sweep`) — each failure logged on its own,
+so one failing job neither stops the others nor the next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.db.models import F
+from django.tasks import task
+from django.utils import timezone
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
+
+from .. import notifications
+from ..conf import deuz_settings
+from ..core import AbortController
+from ..deadlines import sweep as deadline_sweep
+from ..exceptions import RunBusy, RunNotResumable
+from ..models import Run, RunStatus
+from ..services import recoverable_runs
+from ..signals import run_failed, send_on_commit
+from ..storage import leases
+from ..storage.leases import Lease
+from ..streaming.live import LegStream
+from . import continuing as continuation
+from . import draining
+from .tasks import enqueue_claimed_leg
+
+logger = logging.getLogger("deuz_django")
+
+SERVERS = frozenset({"daphne", "uvicorn", "gunicorn", "hypercorn", "granian"})
+WORKER_COMMANDS = frozenset({"db_worker", "rqworker", "rqworker-pool"})
+JOURNALS_PER_SWEEP = 100
+BACKOFF_CAP = timedelta(hours=1)
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did, by run id."""
+
+    continued: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    journals_closed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {
+            "continued": self.continued,
+            "failed": self.failed,
+            "journalsClosed": self.journals_closed,
+        }
+
+
+def backoff(attempt: int) -> timedelta:
+    """How long after the ``attempt``-th recovery the next may start."""
+    seconds = float(deuz_settings.RECOVERY_BACKOFF) * 2 ** max(0, attempt - 1)
+    return min(timedelta(seconds=seconds), BACKOFF_CAP)
+
+
+class RecoveryExhausted(Exception):
+    """Recovery gave up on a run: it is marked failed (``last_error`` says why)."""
+
+
+def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None:
+    """Take a due run's lease and count the attempt; ``None`` when another process has
+    it or it moved on. Past ``RECOVERY_MAX_ATTEMPTS`` the run is marked failed instead
+    (:class:`RecoveryExhausted`)."""
+    try:
+        lease = continuation.claim(run_id)
+    except (RunBusy, RunNotResumable, LookupError) as error:
+        logger.info("deuz: run %s not recovered: %s", run_id, error)
+        return None
+    now = now or timezone.now()
+    run = Run.objects.filter(run_id=run_id).values("recovery_attempts", "last_error")
+    found = run.first() or {"recovery_attempts": 0, "last_error": ""}
+    attempt = found["recovery_attempts"] + 1
+    limit = int(deuz_settings.RECOVERY_MAX_ATTEMPTS)
+    if attempt > limit:
+        cause = found["last_error"] or "its process stopped mid-leg each time"
+        leases.release(
+            lease,
+            recover_after=None,
+            last_error=f"Recovery gave up after {limit} attempts: {cause}"[:2000],
+        )
+        logger.error(
+            "deuz: recovery of run %s gave up after %d attempts", run_id, limit
+        )
+        failed = Run.objects.get(run_id=run_id)
+        send_on_commit(run_failed, Run, run=failed, error=failed.last_error)
+        raise RecoveryExhausted(run_id)
+    Run.objects.held_by(lease).update(
+        recovery_attempts=F("recovery_attempts") + 1,
+        recover_after=now + backoff(attempt),
+    )
+    return lease
+
+
+def due_runs() -> list[str]:
+    return recoverable_runs(float(deuz_settings.LEASE_SECONDS), due=True)
+
+
+def sweep() -> SweepReport:
+    """One sweep (see the module docstring), its legs queued through ``django.tasks``."""
+    report = SweepReport()
+    for run_id in due_runs():
+        try:
+            lease = claim_for_recovery(run_id)
+        except RecoveryExhausted:
+            report.failed.append(run_id)
+            continue
+        if lease is not None:
+            enqueue_claimed_leg(lease)
+            report.continued.append(run_id)
+    report.journals_closed = close_open_journals()
+    return report
+
+
+async def asweep() -> SweepReport:
+    """One sweep whose legs run on this event loop (a server's, beside its readers)."""
+    report = SweepReport()
+    for run_id in await sync_to_async(due_runs)():
+        try:
+            lease = await sync_to_async(claim_for_recovery)(run_id)
+        except RecoveryExhausted:
+            report.failed.append(run_id)
+            continue
+        if lease is not None:
+            continuation.run_here(lease)
+            report.continued.append(run_id)
+    report.journals_closed = await aclose_open_journals()
+    return report
+
+
+def close_open_journals() -> list[str]:
+    """Journal the missing ``done`` of runs that ended (completed or suspended) while the
+    process that ran their last leg died before closing the journal."""
+    return async_to_sync(aclose_open_journals)()
+
+
+async def aclose_open_journals() -> list[str]:
+    """:func:`close_open_journals` on this event loop (never a sync call waiting for the
+    loop from inside one of its sync threads: the loop's other legs would wait too)."""
+    closed = []
+    for run_id in await sync_to_async(_open_journals)():
+        try:
+            lease = await sync_to_async(leases.acquire)(run_id)
+        except (RunBusy, LookupError):
+            continue
+        try:
+            await _close_journal(lease)
+        except Exception:
+            logger.exception("deuz: closing the journal of run %s failed", run_id)
+            await sync_to_async(leases.release)(lease)
+            continue
+        await sync_to_async(leases.release)(lease, journal_open=False)
+        closed.append(run_id)
+    return closed
+
+
+def _open_journals() -> list[str]:
+    now = timezone.now()
+    stale = now - timedelta(seconds=float(deuz_settings.LEASE_SECONDS))
+    candidates = (
+        Run.objects.filter(journal_open=True, updated_at__lt=stale)
+        .exclude(status=RunStatus.RUNNING)
+        .lease_free(now)
+        .order_by("updated_at")
+        .values_list("run_id", flat=True)[:JOURNALS_PER_SWEEP]
+    )
+    return list(candidates)
+
+
+async def _close_journal(lease: Lease) -> None:
+    stream = await LegStream.open(lease.run_id, AbortController(), fence=lease)
+    await stream.close()
+
+
+# -- the sweeper ---------------------------------------------------------------------------
+
+
+class Report(Protocol):
+    def to_json(self) -> dict[str, list[str]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """A job of the sweeper: ``run`` continues what it frees through ``django.tasks``,
+    ``arun`` on the event loop of a server that runs legs itself. A job that frees no
+    run has no ``arun``: it runs in the sweeper's own thread even in a server, so what
+    it does (sending mail with the immediate backend) never holds up the loop."""
+
+    name: str
+    run: Callable[[], Report]
+    arun: Callable[[], Awaitable[Report]] | None
+
+
+SWEEPS = (
+    Sweep("recovery", sweep, asweep),
+    Sweep("deadlines", deadline_sweep.sweep, deadline_sweep.asweep),
+    Sweep("notifications", notifications.sweep, None),
+)
+
+
+@task
+def recover_runs_task() -> dict[str, dict[str, list[str]]]:
+    """One round of every sweep as a task (for a scheduler of your own: cron, Celery
+    beat): ``{"recovery": {...}, "deadlines": {...}, "notifications": {...}}``."""
+    return {job.name: job.run().to_json() for job in SWEEPS}
+
+
+class Sweeper(threading.Thread):
+    """Sweeps at start and then every ``interval`` seconds, until :meth:`stop`."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(name="deuz-recovery", daemon=True)
+        self.interval = interval
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while True:
+            self.sweep_once()
+            if self._stopped.wait(self.interval):
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def sweep_once(self) -> None:
+        for job in SWEEPS:
+            if draining.stopping():
+                return
+            try:
+                loop = continuation.home_loop()
+                if loop is not None and job.arun is not None:
+                    report = asyncio.run_coroutine_threadsafe(job.arun(), loop).result()
+                else:
+                    report = job.run()
+                done = {key: ids for key, ids in report.to_json().items() if ids}
+                if done:
+                    logger.info("deuz: the %s sweep: %s", job.name, done)
+            except Exception:
+                logger.exception(
+                    "deuz: the %s sweep failed; it runs again later", job.name
+                )
+            finally:
+                close_old_connections()
+
+
+_sweeper: Sweeper | None = None
+
+
+def serving(argv: list[str] | None = None) -> bool:
+    """Whether this process serves requests or works a task queue (and so sweeps)."""
+    argv = sys.argv if argv is None else argv
+    if not argv:
+        return False
+    program = Path(argv[0])
+    name = program.parent.name if program.name == "__main__.py" else program.name
+    if name in SERVERS:
+        return True
+    if name == "celery":
+        return "worker" in argv
+    command = argv[1] if len(argv) > 1 else ""
+    if command != "runserver" and command not in WORKER_COMMANDS:
+        return False
+    # Under Django's autoreloader only the child works; the parent just restarts it.
+    return (
+        not _reloads(command, argv) or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
+    )
+
+
+def _reloads(command: str, argv: list[str]) -> bool:
+    """Whether ``command`` runs under the autoreloader (``runserver`` unless
+    ``--noreload``; ``db_worker`` with ``--reload``, its default under ``DEBUG``)."""
+    if command == "runserver":
+        return "--noreload" not in argv
+    if command == "db_worker":
+        if "--batch" in argv or "--no-reload" in argv:
+            return False
+        return "--reload" in argv or settings.DEBUG
+    return False
+
+
+def start_sweeper() -> Sweeper | None:
+    """Start this process's sweeper (once); ``None`` when ``RECOVERY_INTERVAL`` is None."""
+    global _sweeper
+    interval = deuz_settings.RECOVERY_INTERVAL
+    if interval is None:
+        return None
+    if _sweeper is None or not _sweeper.is_alive():
+        _sweeper = Sweeper(float(interval))
+        _sweeper.start()
+    return _sweeper

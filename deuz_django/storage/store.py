@@ -1,0 +1,407 @@
+"""``DjangoSessionStore``: checkpoints in the database, written as deltas.
+
+A save updates the run row and inserts only the messages appended since the previous save
+of that run, so its cost stays flat as history grows. The store remembers (per run) the
+message tuple it last wrote or read. Histories are immutable, so an unchanged prefix holds
+the *same objects* and is confirmed by identity at C speed; when the loop rewrote earlier
+messages (``prepare_step``) the first differing position is found and everything from there
+is rewritten.
+
+The remembered tuple is only trusted while the run row still says it holds as many
+messages as the store remembers (the row update is conditional on ``message_count``); when
+another writer changed the run, or there is nothing remembered (the first save in this
+process), the stored digests decide where the history diverges. The common save — an
+append to the remembered history — is one statement on PostgreSQL
+(:mod:`.boundary_write`); the ORM's path here handles everything else.
+
+The store's ``step_journal`` (:mod:`deuz_django.storage.step_journal`) records what each step did
+between checkpoints, so a resume repeats no model call and no tool call it recorded.
+
+A store built with a :class:`~deuz_django.storage.leases.Lease` refuses writes once that lease
+was taken over (fencing): the stale leg's save raises
+:class:`~deuz_django.exceptions.LeaseLost`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db.models import Q
+from django.utils import timezone
+
+from ..core import Message
+from ..core.approvals import ToolApprovalRequest
+from ..core.durable import (
+    AgentCheckpoint,
+    child_run_id_prefix,
+    is_child_run_id,
+    parent_run_id,
+)
+from ..core.durable.codec import decode_json, encode_json
+from ..core.usage import Usage
+from ..exceptions import LeaseLost, RunNotFound
+from ..models import Run, RunMessage
+from . import writes as boundary_write
+from .db import bounded_atomic, once_more_if_broken
+from .leases import Lease
+from .step_journal import DjangoStepJournal
+
+_REMEMBERED_RUNS = 1000
+
+
+def encode_message(message: Message) -> str:
+    return encode_json(message.to_json())
+
+
+def digest(data: str) -> str:
+    return hashlib.sha1(data.encode(), usedforsecurity=False).hexdigest()
+
+
+def decode_message(data: str, path: str) -> Message:
+    return Message.from_json(decode_json(data), path=path)
+
+
+@dataclass(frozen=True, slots=True)
+class _Remembered:
+    """What this store last wrote or read of a run: its row, history, step and
+    status."""
+
+    pk: int
+    messages: tuple[Message, ...]
+    step_index: int
+    status: str
+
+
+class DjangoSessionStore:
+    """A :class:`~deuz_django.core.durable.SessionStore` on the ``Run`` tables.
+
+    ``save``/``load``/``delete``/``list`` are sync; ``asave``/``aload``/``adelete``/``alist``
+    their async twins (the loop calls those, so the ORM never blocks the event loop).
+
+    A root run's suspended checkpoint calls ``on_suspended(run_pk, checkpoint)`` inside
+    its save's transaction: what the suspension asks of people is bookkeeping above
+    storage, which a leg supplies (:func:`deuz_django.approvals.asking.record_suspension`).
+    """
+
+    def __init__(
+        self,
+        *,
+        lease: Lease | None = None,
+        on_lease_lost: Callable[[BaseException], None] | None = None,
+        on_save_failed: Callable[[BaseException], None] | None = None,
+        on_saved: Callable[[], None] | None = None,
+        on_suspended: Callable[[int, AgentCheckpoint], None] | None = None,
+        run: Run | None = None,
+    ) -> None:
+        """``run``: the row a leg just read under ``lease`` — its first load of that run
+        starts from it instead of reading it again."""
+        self.lease = lease
+        self._read_row = run
+        self.on_lease_lost = on_lease_lost
+        self.on_save_failed = on_save_failed
+        self.on_saved = on_saved
+        self.on_suspended = on_suspended
+        self.step_journal = DjangoStepJournal(lease=lease, run_pk=self._run_pk)
+        self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- SessionStore ---------------------------------------------------------------------
+
+    def save(self, checkpoint: AgentCheckpoint) -> None:
+        """Write the run row and the messages that changed since this run's last save."""
+        run_id, messages = checkpoint.run_id, checkpoint.messages
+        remembered = self._recall(run_id)
+        if remembered is not None and self._appends(remembered, checkpoint):
+            if boundary_write.append(
+                remembered.pk,
+                _run_values(checkpoint),
+                message_count=len(remembered.messages),
+                step_index=remembered.step_index,
+                status=remembered.status,
+                lease=self.lease,
+                fenced_by_root=is_child_run_id(run_id),
+                rows=_message_rows(messages, len(remembered.messages)),
+            ):
+                self._remember(run_id, remembered.pk, checkpoint)
+                return
+            remembered = None  # another writer changed the row: the digests decide
+        with bounded_atomic():
+            if remembered is not None and self._write_run(
+                remembered.pk, checkpoint, expected=remembered
+            ):
+                pk, stored = remembered.pk, len(remembered.messages)
+                start = _common_prefix(remembered.messages, messages)
+            else:
+                pk, stored = self._run_row(run_id)
+                if not self._write_run(pk, checkpoint):
+                    self._refuse(run_id)
+                start = _stored_prefix(pk, messages)
+            if start < stored:
+                RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
+            if start < len(messages):
+                _insert_messages(pk, messages, start)
+            suspended = checkpoint.status == "suspended"
+            if suspended and self.on_suspended and not is_child_run_id(run_id):
+                self.on_suspended(pk, checkpoint)
+        self._remember(run_id, pk, checkpoint)
+
+    def create(self, checkpoint: AgentCheckpoint, **columns: Any) -> Run:
+        """A new run's row, with ``columns`` and its first checkpoint, and its history:
+        two inserts (a start has no stored row to compare with). Raises
+        ``IntegrityError`` when the run id is taken."""
+        with bounded_atomic():
+            run = Run.objects.create(
+                run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
+            )
+            _insert_messages(run.pk, checkpoint.messages, 0)
+        self._remember(checkpoint.run_id, run.pk, checkpoint)
+        return run
+
+    def load(self, run_id: str) -> AgentCheckpoint | None:
+        """The run's checkpoint; ``None`` for a row without one yet — the step journal
+        creates a sub-agent's row when its first turn is recorded, before its first
+        checkpoint, and that row must not read as a checkpoint with no history."""
+        run, self._read_row = self._read_row, None
+        if run is None or run.run_id != run_id:
+            run = Run.objects.named(run_id).first()
+        if run is None or run.message_count == 0:
+            return None
+        rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
+        messages = tuple(
+            decode_message(data, f"{run_id}.messages[{index}]")
+            for index, data in rows.values_list("index", "data")
+        )
+        checkpoint = checkpoint_of(run, messages)
+        self._remember(run_id, run.pk, checkpoint)
+        return checkpoint
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run with its history, approvals, journal and sub-agent runs."""
+        prefix = child_run_id_prefix(run_id)
+        Run.objects.filter(Q(run_id=run_id) | Q(run_id__startswith=prefix)).delete()
+        with self._lock:
+            for key in [
+                k for k in self._remembered if k == run_id or k.startswith(prefix)
+            ]:
+                del self._remembered[key]
+
+    def list(self) -> list[str]:
+        return list(
+            Run.objects.order_by("created_at", "pk").values_list("run_id", flat=True)
+        )
+
+    async def asave(self, checkpoint: AgentCheckpoint) -> None:
+        """:meth:`save`, telling the leg how it went: ``on_saved`` after a boundary is
+        stored, ``on_save_failed`` (with the error) when it is not, besides raising."""
+        try:
+            # A save is conditional on what the row holds, so it may be tried again.
+            await sync_to_async(once_more_if_broken)(lambda: self.save(checkpoint))
+        except LeaseLost:
+            raise
+        except Exception as error:
+            if self.on_save_failed is not None:
+                self.on_save_failed(error)
+            raise
+        if self.on_saved is not None:
+            self.on_saved()
+
+    async def aload(self, run_id: str) -> AgentCheckpoint | None:
+        return await sync_to_async(self.load)(run_id)
+
+    async def adelete(self, run_id: str) -> None:
+        await sync_to_async(self.delete)(run_id)
+
+    async def alist(self) -> list[str]:
+        return await sync_to_async(self.list)()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _run_pk(self, run_id: str) -> int:
+        """The run's row pk: remembered when this store read or wrote the run."""
+        remembered = self._recall(run_id)
+        return remembered.pk if remembered is not None else self._run_row(run_id)[0]
+
+    def _run_row(self, run_id: str) -> tuple[int, int]:
+        """The run's pk and stored message count, creating the row on first save.
+
+        A sub-agent's row hangs under its parent's and inherits its agent and owner.
+        """
+        found = Run.objects.named(run_id).values_list("pk", "message_count").first()
+        if found is not None:
+            return found
+        parent = None
+        if is_child_run_id(run_id):
+            parent = Run.objects.named(parent_run_id(run_id)).first()
+        created = Run.objects.create(
+            run_id=run_id,
+            parent=parent,
+            agent=parent.agent if parent else "",
+            owner_id=parent.owner_id if parent else None,
+        )
+        return created.pk, 0
+
+    def _write_run(
+        self,
+        pk: int,
+        checkpoint: AgentCheckpoint,
+        *,
+        expected: _Remembered | None = None,
+    ) -> bool:
+        """Write the run's counters; ``False`` when the row is not as expected.
+
+        ``expected`` makes the write conditional on the row still holding the history
+        length and step this store remembers (no other writer came in between); under a
+        lease, the write happens only while the lease is still ours (a sub-agent's run
+        is fenced by its root run's lease, whose row is locked).
+        """
+        rows = Run.objects.filter(pk=pk)
+        if expected is not None:
+            rows = rows.filter(
+                message_count=len(expected.messages), step_index=expected.step_index
+            )
+        lease = self.lease
+        if lease is not None:
+            held = Run.objects.held_by(lease)
+            if is_child_run_id(checkpoint.run_id):
+                if not held.select_for_update().exists():  # the root run's row
+                    return False
+            else:
+                rows = rows.held_by(lease)
+        return rows.update(**_run_values(checkpoint)) == 1
+
+    @staticmethod
+    def _appends(remembered: _Remembered, checkpoint: AgentCheckpoint) -> bool:
+        """Whether the save only appends to the remembered history (and records no
+        approvals or client tool calls): the one-statement write of
+        :mod:`.boundary_write`."""
+        if checkpoint.status == "suspended" and not is_child_run_id(checkpoint.run_id):
+            return False
+        stored = len(remembered.messages)
+        return _common_prefix(remembered.messages, checkpoint.messages) == stored
+
+    def _refuse(self, run_id: str) -> None:
+        lease = self.lease
+        if lease is None:
+            raise RunNotFound(f"Run '{run_id}' was deleted while it was being saved.")
+        lost = LeaseLost(
+            f"Lease generation {lease.generation} on run '{lease.run_id}' was taken "
+            "over; this leg's writes are refused."
+        )
+        if self.on_lease_lost is not None:
+            self.on_lease_lost(lost)
+        raise lost
+
+    def _recall(self, run_id: str) -> _Remembered | None:
+        with self._lock:
+            return self._remembered.get(run_id)
+
+    def _remember(self, run_id: str, pk: int, checkpoint: AgentCheckpoint) -> None:
+        remembered = _Remembered(
+            pk, checkpoint.messages, checkpoint.step_index, checkpoint.status
+        )
+        with self._lock:
+            self._remembered[run_id] = remembered
+            self._remembered.move_to_end(run_id)
+            while len(self._remembered) > _REMEMBERED_RUNS:
+                self._remembered.popitem(last=False)
+
+
+def checkpoint_of(run: Run, messages: tuple[Message, ...]) -> AgentCheckpoint:
+    """The checkpoint a run row and its history stand for."""
+    pending = (
+        tuple(
+            ToolApprovalRequest.from_json(item)
+            for item in decode_json(run.pending_approvals)
+        )
+        if run.pending_approvals
+        else None
+    )
+    created_at = run.checkpoint_created_at
+    return AgentCheckpoint(
+        run_id=run.run_id,
+        step_id=f"{run.run_id}#{run.step_index}",
+        step_index=run.step_index,
+        status=run.status,  # type: ignore[arg-type]
+        messages=messages,
+        usage=Usage.from_json(run.usage or {}),
+        pending_approvals=pending,
+        agent_path=tuple(run.agent_path) if run.agent_path else None,
+        created_at=int(created_at) if created_at.is_integer() else created_at,
+    )
+
+
+def _common_prefix(previous: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
+    """How many leading messages equal the remembered ones (identity first, then value)."""
+    shared = min(len(previous), len(messages))
+    if previous[:shared] == messages[:shared]:  # tuple equality short-cuts on identity
+        return shared
+    for index in range(shared):
+        if (
+            previous[index] is not messages[index]
+            and previous[index] != messages[index]
+        ):
+            return index
+    return shared
+
+
+def _stored_prefix(pk: int, messages: tuple[Message, ...]) -> int:
+    """How many leading messages are stored unchanged, judged by the stored digests."""
+    stored = RunMessage.objects.filter(run_id=pk).order_by("index")
+    index = 0
+    for stored_digest in stored.values_list("digest", flat=True):
+        if index >= len(messages):
+            return index
+        if digest(encode_message(messages[index])) != stored_digest:
+            return index
+        index += 1
+    return index
+
+
+def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
+    """The run row's columns a save writes."""
+    pending = checkpoint.pending_approvals or ()
+    return {
+        "status": checkpoint.status,
+        "step_index": checkpoint.step_index,
+        "usage": checkpoint.usage.to_json(),
+        "pending_approvals": encode_json([r.to_json() for r in pending])
+        if pending
+        else "",
+        "agent_path": list(checkpoint.agent_path) if checkpoint.agent_path else None,
+        "checkpoint_created_at": checkpoint.created_at,
+        "message_count": len(checkpoint.messages),
+        "last_error": "",
+        # A boundary reached is progress: recovery counts attempts since one.
+        "recovery_attempts": 0,
+        "recover_after": None,
+        "updated_at": timezone.now(),
+    }
+
+
+def _insert_messages(pk: int, messages: tuple[Message, ...], start: int) -> None:
+    """The run's messages from ``start`` on, as rows (the ORM's path; the common append
+    is :mod:`.boundary_write`'s)."""
+    RunMessage.objects.bulk_create(
+        [
+            RunMessage(run_id=pk, index=i, role=r, data=d, digest=h)
+            for i, r, d, h in _message_rows(messages, start)
+        ],
+        batch_size=500,
+    )
+
+
+def _message_rows(
+    messages: tuple[Message, ...], start: int
+) -> list[boundary_write.MessageRow]:
+    """``(index, role, data, digest)`` of the messages from ``start`` on."""
+    rows = []
+    for index in range(start, len(messages)):
+        data = encode_message(messages[index])
+        rows.append((index, messages[index].role, data, digest(data)))
+    return rows

@@ -1,0 +1,119 @@
+"""``GET …/runs/<run_id>/stream``: a run's journal as the Deuz UI wire v2 over SSE.
+
+The original TypeScript client (``connectDeuzStream``) can follow our runs: ``id: <seq>``
+lines, ``Last-Event-ID`` replay, the live tail, ``[DONE]`` at the last leg's end, and crash
+continuation (the reader, :mod:`deuz_django.streaming.following`, continues a run whose process
+died). Requests authenticate like every API request, through the REST framework's
+authentication classes (session, token, …).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+
+from ..core import sse
+from ..core.exceptions import InvalidInputError
+from ..exceptions import RunNotFound
+from ..models import Run
+from ..permissions import is_signed_in
+from ..storage.stream_journal import get_journal
+from .following import Unavailable, follow
+
+IDLE_CLOSE_SECONDS = (
+    30.0  # a silent stream closes without [DONE]; the client reconnects
+)
+POLL_SECONDS = 0.15
+
+
+def _authenticate(request: HttpRequest) -> Any:
+    """The user the API's authentication classes find (anonymous if none does)."""
+    drf_request = Request(
+        request,
+        authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES],
+    )
+    try:
+        return drf_request.user
+    except AuthenticationFailed:
+        return None
+
+
+async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
+    if request.method != "GET":
+        return JsonResponse(
+            {"detail": "Method not allowed; use GET.", "code": "method_not_allowed"},
+            status=405,
+        )
+    user = await sync_to_async(_authenticate)(request)
+    if not is_signed_in(user):
+        return JsonResponse(
+            {
+                "detail": "Authentication credentials were not provided.",
+                "code": "not_authenticated",
+            },
+            status=401,
+        )
+    try:
+        await Run.objects.avisible(user, run_id)
+    except RunNotFound:
+        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    source = "Last-Event-ID" if "Last-Event-ID" in request.headers else "lastEventId"
+    try:
+        cursor = sse.parse_cursor(
+            request.headers.get("Last-Event-ID", request.GET.get("lastEventId"))
+        )
+    except InvalidInputError as error:
+        message = error.problem.message
+        return JsonResponse(
+            {
+                "detail": f"{source}: {message}.",
+                "code": "invalid",
+                "errors": [{"field": source, "message": message}],
+            },
+            status=400,
+        )
+    version = sse.negotiate(request.headers.get("x-deuz-stream"))
+    return StreamingHttpResponse(
+        _body(run_id, cursor, version), headers=sse.headers(version)
+    )
+
+
+async def _body(
+    run_id: str, cursor: int, version: sse.WireVersion
+) -> AsyncIterator[str]:
+    """Replay after ``cursor`` and tail until the last leg's end (R11.10)."""
+    journal = get_journal()
+    try:
+        last = await journal.last_seq(run_id)
+        tail = await journal.read(run_id, last - 1, 1) if last is not None else []
+    except Exception as error:
+        yield sse.error_frame(str(error) or "resume failed")
+        return
+    done = sse.caught_up(cursor, tail[-1] if tail else None)
+    if done is not None:
+        yield done
+        return
+    encoder = sse.Encoder(version)
+    heard_at = time.monotonic()
+    async for update in follow(run_id, cursor, poll_seconds=POLL_SECONDS):
+        if isinstance(
+            update, Unavailable
+        ):  # a broken journal says so, then reads as a drop
+            yield sse.error_frame(str(update.error) or "resume failed")
+            return
+        if update:
+            heard_at = time.monotonic()
+            if text := encoder.encode(update):
+                yield text
+        elif encoder.pending_done is not None:
+            yield encoder.end()
+            return
+        elif time.monotonic() - heard_at >= IDLE_CLOSE_SECONDS:
+            return
