@@ -132,3 +132,30 @@ def test_django_tasks_db_queues_the_resume_for_db_worker(
     run.refresh_from_db()
     assert run.status == "completed"
     assert effects() == ["send_email:ann@example.com"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leg_queued_under_the_old_task_path_runs_after_the_move(
+    ann: Any, effects: Callable[[], list[str]]
+) -> None:
+    """A task queued before the deploy that moved the modules names
+    ``deuz_django.tasks.run_claimed_leg_task``: a worker after it still runs it."""
+    from django_tasks_db.models import DBTaskResult
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    with override_settings(
+        TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    ):
+        queued = services.continue_run(run.run_id, in_process=False).task
+    DBTaskResult.objects.filter(pk=queued.id).update(
+        task_path="deuz_django.tasks.run_claimed_leg_task"
+    )
+    worker = run_manage(
+        "db_worker", "--batch", "--no-startup-delay", "--no-reload", DEUZ_TASKS="db"
+    )
+    assert worker.returncode == 0, worker.stderr
+    assert DBTaskResult.objects.get(pk=queued.id).status == TaskResultStatus.SUCCESSFUL
+    run.refresh_from_db()
+    assert run.status == "completed"
+    assert effects() == ["send_email:ann@example.com"]
