@@ -32,8 +32,8 @@ from ..exceptions import (
     RunNotResumable,
 )
 from ..models import Approval, ApprovalKind, Run, RunStatus
+from ..models.rules import GrantScope
 from ..rules.grants import Allow
-from ..standing import GrantScope
 from .display import decider, exact_time
 
 REASON_MAX_LENGTH = 2000

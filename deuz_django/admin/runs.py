@@ -27,11 +27,11 @@ from ..conf import deuz_settings
 from ..core.questions import Question
 from ..exceptions import NotPermitted, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
+from ..models.rules import GrantScope
 from ..permissions import can_stop_run, decide_refusal, edit_refusal, is_editable
 from ..rules.grants import Allow, allow_problem, max_hours
 from ..runs.stopping import FINISHED
 from ..runs.transcript import pretty, sections
-from ..standing import GrantScope
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS

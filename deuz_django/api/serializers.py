@@ -19,8 +19,8 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from ..core.exceptions import InvalidInputError
 from ..core.messages import coerce_messages
 from ..models import RUN_ID_PATTERN, ApprovalStatus, RunStatus
+from ..models.rules import GrantScope
 from ..registry import agent_names
-from ..standing import GrantScope
 from .exceptions import invalid_input
 from .schema import MESSAGE_SCHEMA
 

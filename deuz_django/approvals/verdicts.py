@@ -56,6 +56,7 @@ from ..exceptions import (
     NotPermitted,
 )
 from ..models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, RunStatus
+from ..models.rules import StandingRule
 from ..permissions import (
     approval_tool,
     can_view_run,
@@ -65,7 +66,6 @@ from ..permissions import (
 )
 from ..rules.grants import Allow, allow_problem, record_grant
 from ..signals import approval_decided, send_on_commit
-from ..standing import StandingRule
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
 from .questions import answer_problem, recorded_answer

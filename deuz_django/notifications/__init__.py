@@ -25,17 +25,12 @@ from django.dispatch import Signal
 from django.tasks import task
 from django.utils import timezone
 
-from .. import deliveries, signals
+from .. import signals
 from ..conf import deuz_settings
-from ..deliveries import Delivery, DeliveryStatus
+from ..models import deliveries
+from ..models.deliveries import Delivery, DeliveryStatus
 from ..storage.db import bounded_atomic
-from .notifiers import (
-    DeliveryFailed,
-    Event,
-    Notifier,
-    entries,
-    load_notifier,
-)
+from .notifiers import DeliveryFailed, Event, Notifier, entries, load_notifier
 
 logger = logging.getLogger("deuz_django")
 

@@ -31,8 +31,8 @@ from django.utils.translation import gettext_lazy
 
 from ..approvals import links as action_links
 from ..approvals.verdicts import max_age
-from ..deliveries import Delivery, DeliveryChannel, record_content
 from ..models import IN_DOUBT, Approval, ApprovalKind
+from ..models.deliveries import Delivery, DeliveryChannel, record_content
 from ..runs.transcript import pretty
 from .notifiers import (
     DEFAULT_MAX_ATTEMPTS,

@@ -30,7 +30,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from ..conf import deuz_settings
-from ..deliveries import QUEUED_GRACE, Delivery
+from ..models.deliveries import QUEUED_GRACE, Delivery
 
 if TYPE_CHECKING:
     from ..models import Approval, Run

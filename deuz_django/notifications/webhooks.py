@@ -39,8 +39,8 @@ from ..approvals import links as action_links
 from ..conf import deuz_settings
 from ..core.exceptions import InvalidInputError
 from ..core.webhooks import SECRET_PREFIX, secret_key, sign, verify_signature
-from ..deliveries import Delivery, DeliveryChannel
 from ..models import Approval, Run
+from ..models.deliveries import Delivery, DeliveryChannel
 from .notifiers import (
     DEFAULT_MAX_ATTEMPTS,
     DeliveryFailed,

@@ -32,8 +32,8 @@ from ..approvals.verdicts import Verdict, record_verdict, state_refusal
 from ..conf import deuz_settings
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, StandingRule
+from ..models.rules import GrantScope, RuleAction
 from ..permissions import approval_tool, decide_refusal
-from ..standing import GrantScope, RuleAction
 from .conditions import ConditionError, matches
 
 logger = logging.getLogger("deuz_django")

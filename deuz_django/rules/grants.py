@@ -20,8 +20,8 @@ from django.utils import timezone
 from ..conf import deuz_settings
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, Grant
+from ..models.rules import GrantScope
 from ..permissions import approval_tool
-from ..standing import GrantScope
 
 
 @dataclass(frozen=True, slots=True)

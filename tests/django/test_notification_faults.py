@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 import pytest
 from django.db import OperationalError
 
-from deuz_django import deliveries, notifications
-from deuz_django.models import Delivery
+from deuz_django import notifications
+from deuz_django.models import Delivery, deliveries
 from deuz_django.runs import continuing as continuation
 from deuz_django.runs import recovery
 

@@ -20,9 +20,9 @@ from deuz_django.core.approvals import input_digest
 from deuz_django.core.durable import Authorization, UnauthorizedExecution
 from deuz_django.exceptions import RunNotResumable
 from deuz_django.models import Approval, ApprovalStatus, Run, RunCall, RunStatus
+from deuz_django.models.rules import StandingRule
 from deuz_django.runs.continuing import join_handed_off
 from deuz_django.signals import run_stopped
-from deuz_django.standing import StandingRule
 from deuz_django.storage.step_journal import DjangoStepJournal
 from tests.api.support import client, started, verdicts_url
 

@@ -18,8 +18,8 @@ from deuz_django.core.webhooks import (
     WebhookSignatureExpired,
     verify_signature,
 )
-from deuz_django.deliveries import retry_delay
 from deuz_django.models import Delivery, Run
+from deuz_django.models.deliveries import retry_delay
 from tests.live_site import free_port
 
 from .notify_support import (

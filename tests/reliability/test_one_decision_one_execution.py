@@ -34,8 +34,8 @@ from deuz_django.models import (
     RunCall,
     RunStatus,
 )
+from deuz_django.models.rules import Grant, GrantScope, StandingRule
 from deuz_django.registry import agent_tools
-from deuz_django.standing import Grant, GrantScope, StandingRule
 from tests.django.processes import start_manage, wait_until
 from tests.reliability.planned_agent import GATED, TOOLS
 

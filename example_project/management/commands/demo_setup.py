@@ -45,7 +45,7 @@ APPROVER_PERMISSIONS = [
     ("deuz_django", "change_grant"),
     ("example_project", "approve_refund"),
 ]
-# Staff's standing rule: small refunds need no person (deuz_django.standing).
+# Staff's standing rule: small refunds need no person (deuz_django.models.rules).
 SMALL_REFUNDS = {
     "tool_name": "issue_refund",
     "agent": "assistant",

@@ -19,9 +19,9 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .core.exceptions import DeuzError
-from .registry import agent_names, agent_tools
-from .rules.conditions import Clause, ConditionError, parse_condition, to_text
+from ..core.exceptions import DeuzError
+from ..registry import agent_names, agent_tools
+from ..rules.conditions import Clause, ConditionError, parse_condition, to_text
 
 
 class RuleAction(models.TextChoices):

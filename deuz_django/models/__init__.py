@@ -1,0 +1,55 @@
+"""The tables behind durable runs, one module a concept: a run and its history
+(:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
+(:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
+(:mod:`.rules`) and the notification delivery log (:mod:`.deliveries`).
+
+A checkpoint save writes only what changed: the run row (counters, status, lease check) and
+the messages appended since the previous save, so its cost does not grow with history.
+Messages and journal parts are stored as the checkpoint codec's JSON text (bytes-safe).
+"""
+
+from .approvals import (
+    IN_DOUBT,
+    Approval,
+    ApprovalKind,
+    ApprovalQuerySet,
+    ApprovalStatus,
+)
+from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
+from .rules import Grant, GrantScope, RuleAction, StandingRule
+from .runs import (
+    RUN_ID_PATTERN,
+    Dashboard,
+    LeaseHolder,
+    Run,
+    RunMessage,
+    RunQuerySet,
+    RunStatus,
+)
+from .steps import RunCall, RunStep
+from .stream import StreamEntry
+
+__all__ = [
+    "IN_DOUBT",
+    "RUN_ID_PATTERN",
+    "Approval",
+    "ApprovalKind",
+    "ApprovalQuerySet",
+    "ApprovalStatus",
+    "Dashboard",
+    "Delivery",
+    "DeliveryChannel",
+    "DeliveryStatus",
+    "Grant",
+    "GrantScope",
+    "LeaseHolder",
+    "RuleAction",
+    "Run",
+    "RunCall",
+    "RunMessage",
+    "RunQuerySet",
+    "RunStatus",
+    "RunStep",
+    "StandingRule",
+    "StreamEntry",
+]
