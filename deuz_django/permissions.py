@@ -26,38 +26,39 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core.exceptions import DeuzError
+from .models.visibility import VIEW_ANY_RUN, is_signed_in, visible_runs
 from .registry import agent_tools, find_tool
 
 if TYPE_CHECKING:
     from .core import Tool
-    from .models import Approval, Run, RunQuerySet
+    from .models import Approval, Run
 
-VIEW_ANY_RUN = "deuz_django.view_run"
+__all__ = [
+    "DECIDE_ANY_APPROVAL",
+    "EDIT_APPROVAL_INPUT",
+    "RESUME_ANY_RUN",
+    "STOP_ANY_RUN",
+    "VIEW_ANY_RUN",
+    "approval_tool",
+    "can_resume_run",
+    "can_stop_run",
+    "can_view_run",
+    "decide_refusal",
+    "edit_refusal",
+    "is_editable",
+    "is_signed_in",
+    "may_decide_some",
+    "visible_runs",
+]
+
 DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
 STOP_ANY_RUN = "deuz_django.stop_run"
 EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
 
 
-def is_signed_in(user: Any) -> bool:
-    """An authenticated, active user (anonymous and deactivated users may do nothing)."""
-    return (
-        user is not None
-        and bool(getattr(user, "is_authenticated", False))
-        and bool(getattr(user, "is_active", False))
-    )
-
-
 def _owns(user: Any, run: Run) -> bool:
     return is_signed_in(user) and run.owner_id is not None and run.owner_id == user.pk
-
-
-def visible_runs(queryset: RunQuerySet, user: Any) -> RunQuerySet:
-    if not is_signed_in(user):
-        return queryset.none()
-    if user.has_perm(VIEW_ANY_RUN):
-        return queryset
-    return queryset.filter(owner=user)
 
 
 def can_view_run(user: Any, run: Run) -> bool:

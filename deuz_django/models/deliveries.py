@@ -26,7 +26,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ..permissions import visible_runs
+from .visibility import visible_runs
 
 # Wait after the first failed attempt; each further one waits twice as long, up to the cap.
 RETRY_BASE = timedelta(minutes=1)

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import RunNotFound
-from ..permissions import visible_runs
+from .visibility import visible_runs
 
 # The ids callers may choose and address runs by (they go into URLs and group names).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
