@@ -37,6 +37,15 @@ from playwright.sync_api import (
 
 from tests.live_site import ROOT, Daphne, LiveSite
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every browser test is `e2e`, so the fast loop can leave them out by marker."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
