@@ -4,7 +4,9 @@ command call to start runs, decide approvals, continue runs and recover crashed 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
 the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
 and a crash anywhere is recovered by resuming again. Every surface continues a run the
-same way: :func:`continue_run` / :func:`acontinue_run` (:mod:`deuz_django.runs.continuing`).
+same way, with one verb per act (:mod:`deuz_django.runs.continuing`): :func:`enqueue_run`
+continues it in the background, :func:`aresume_run` / :func:`resume_run` runs its leg here
+and returns how it ended.
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ from .models import Approval, ApprovalStatus, Run, RunStatus
 from .permissions import can_stop_run, is_signed_in
 from .registry import load_agent
 from .rules.grants import Allow
-from .runs.continuing import Continuation, acontinue_run, continue_run
+from .runs.continuing import (
+    Continuation,
+    acontinue_run,  # noqa: F401  (0.1's name, deprecated)
+    aenqueue_run,
+    arun_here,
+    continue_run,  # noqa: F401  (0.1's name, deprecated)
+    enqueue_run,
+)
 from .runs.legs import ABORTED, LegOutcome, PartObserver
 from .runs.stopping import request_stop
 from .storage.store import DjangoSessionStore
@@ -54,16 +63,16 @@ __all__ = [
     "Continuation",
     "Decision",
     "LegOutcome",
-    "acontinue_run",
     "adecide_approval",
+    "aenqueue_run",
     "approval_signer",
     "aresume_run",
     "astart_run",
     "astop_run",
-    "continue_run",
     "current_pending",
     "decide_approval",
     "delete_run",
+    "enqueue_run",
     "record_operator_verdict",
     "recoverable_runs",
     "resume_run",
@@ -145,7 +154,7 @@ def decide_approval(
     answer: Any = None,
 ) -> Decision:
     """Record one verdict, atomically and once; the caller continues the run when
-    ``decision.run_ready`` (:func:`continue_run`).
+    ``decision.run_ready`` (:func:`enqueue_run`).
 
     ``result`` answers an ``outcome_unknown`` approval with "it happened, and this was
     its outcome" (only with ``approved=True``; see :mod:`deuz_django.approvals.verdicts`).
@@ -207,23 +216,19 @@ async def aresume_run(
     observer: PartObserver | None = None,
     controller: AbortController | None = None,
 ) -> LegOutcome:
-    """Continue ``run_id`` here and wait for the leg's outcome (:func:`acontinue_run`
-    with ``in_process=True``, for callers that want the result: the command, tests).
+    """Continue ``run_id`` here and wait for the leg's outcome (for callers that want
+    the result: the command, scripts, tests).
 
     ``user`` is who asks (``None`` for system callers); a run they may not see is
     :class:`RunNotFound`, one they see but may not resume :class:`NotPermitted`.
     """
-    continuation = await acontinue_run(
+    return await arun_here(
         run_id,
-        in_process=True,
         user=user,
         deny_remaining=deny_remaining,
         observer=observer,
         controller=controller,
     )
-    outcome = await continuation.wait()
-    assert outcome is not None  # a leg run here always has one
-    return outcome
 
 
 resume_run = async_to_sync(aresume_run)

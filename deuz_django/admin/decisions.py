@@ -4,7 +4,7 @@ The queue's actions and the run page's buttons both come through :func:`decide`,
 records every verdict with :func:`deuz_django.services.decide_approval` — the same
 permission rules and signer check as the REST and WebSocket paths — and then continues
 each run whose last pending approval was decided, in the background
-(:func:`deuz_django.services.continue_run`).
+(:func:`deuz_django.services.enqueue_run`).
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ def resume_and_report(request: HttpRequest, run: Run) -> None:
 def _resume(run: Run) -> tuple[int, str]:
     params = {"run": run.run_id}
     try:
-        services.continue_run(run.run_id, in_process=False)
+        services.enqueue_run(run.run_id)
     except ProcessStopping:
         text = _(
             "This server is shutting down; run %(run)s continues once a server or "

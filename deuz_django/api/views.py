@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from ..approvals.verdicts import record_verdict
 from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
 from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet, RunStatus
-from ..services import continue_run, start_run, stop_run
+from ..services import enqueue_run, start_run, stop_run
 from ..storage.db import bounded_atomic
 from . import docs
 from .authentication import authentication_classes
@@ -140,7 +140,7 @@ class RunListView(DeuzAPIView):
             run_id=data.get("runId"),
             title=data.get("title", ""),
         )
-        continue_run(run.run_id, in_process=False)
+        enqueue_run(run.run_id)
         run = self.visible_runs().get(pk=run.pk)
         url = self.run_url(run.run_id)
         return Response(
@@ -240,7 +240,7 @@ class RunVerdictsView(DeuzAPIView):
         claim is the system's, as after a decision in the admin.
         """
         try:
-            continue_run(run.run_id, in_process=False)
+            enqueue_run(run.run_id)
         except ProcessStopping:
             return "this server is shutting down; a server or worker continues the run"
         except (RunBusy, RunNotResumable):
@@ -255,9 +255,8 @@ class RunResumeView(DeuzAPIView):
     def post(self, request: Request, runId: str) -> Response:
         run = self.get_run()
         options = self.read(ResumeSerializer, request.data)
-        continue_run(
+        enqueue_run(
             run.run_id,
-            in_process=False,
             user=request.user,
             deny_remaining=options["denyRemaining"],
         )

@@ -26,33 +26,43 @@ from .verdicts import (
 )
 
 
-def collect_verdicts(
-    run: Run, *, deny_remaining: bool, user: Any
-) -> list[dict[str, Any]]:
-    """The verdicts that settle the run's pending calls, read from the approval rows.
-
-    Rows too old to decide are recorded ``expired``; with ``deny_remaining`` ("resume
-    now") the undecided rest are recorded ``denied``. Without it an undecided row makes
-    the run not resumable yet, and nothing is written. A claim makes this write, so it
+def close_undecided(run: Run, *, deny_remaining: bool, user: Any) -> None:
+    """What a claim settles before a leg may start: rows too old to decide are recorded
+    ``expired``; with ``deny_remaining`` ("resume now") the undecided rest are recorded
+    ``denied``. Without it an undecided row makes the run not resumable yet
+    (:class:`RunNotResumable`), and nothing is written. The claim makes this write, so it
     never waits behind another transaction holding one of the rows (a verdict being
-    recorded, or a stalled process's): the run is :class:`RunBusy` instead.
-    """
+    recorded, or a stalled process's): the run is :class:`RunBusy` instead."""
+    _closed_rows(run, waiting_ids(run), deny_remaining=deny_remaining, user=user)
+
+
+def collect_verdicts(run: Run) -> list[dict[str, Any]]:
+    """The verdicts that settle the run's pending calls, read from the approval rows —
+    gathered once per leg, by the leg (its claim closed the undecided rows; one that
+    expired since is closed here the same way)."""
     ids = waiting_ids(run)
+    rows = _closed_rows(run, ids, deny_remaining=False, user=None)
+    return [_verdict(approval_id, rows.get(approval_id)) for approval_id in ids]
+
+
+def _closed_rows(
+    run: Run, ids: list[str], *, deny_remaining: bool, user: Any
+) -> dict[str, Approval]:
     if not ids:
-        return []
+        return {}
     try:
         # The rows marked expired or denied: all, or none.
         with bounded_atomic(wait_for_locks=False):
-            return _verdicts_of(run, ids, deny_remaining=deny_remaining, user=user)
+            return _close(run, ids, deny_remaining=deny_remaining, user=user)
     except OperationalError as error:
         if not locked(error):
             raise
         raise RunBusy(run.run_id) from error
 
 
-def _verdicts_of(
+def _close(
     run: Run, ids: list[str], *, deny_remaining: bool, user: Any
-) -> list[dict[str, Any]]:
+) -> dict[str, Approval]:
     rows = {
         a.approval_id: a
         for a in Approval.objects.asked_at(run).filter(approval_id__in=ids)
@@ -83,7 +93,7 @@ def _verdicts_of(
             row.refresh_from_db()  # a verdict recorded concurrently wins
             if updated:
                 announce_verdict(row)
-    return [_verdict(approval_id, rows.get(approval_id)) for approval_id in ids]
+    return rows
 
 
 def _verdict(approval_id: str, row: Approval | None) -> dict[str, Any]:

@@ -185,6 +185,6 @@ async def asweep() -> DeadlineReport:
     for run_id in report.ready:
         lease = await sync_to_async(_claim)(run_id)
         if lease is not None:
-            continuation.run_here(lease)
+            continuation.start_claimed_here(lease)
             report.continued.append(run_id)
     return report

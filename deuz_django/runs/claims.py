@@ -1,14 +1,14 @@
 """Claiming a run to move it on, and moving it on for as long as nobody must be asked.
 
 :func:`claim` is the claim every continuation makes (:mod:`deuz_django.runs.continuing`,
-recovery): the caller's permission, the run's lease, the run checked resumable and its
-verdicts gathered. :func:`run_legs` runs a claimed run's leg wherever the continuation
-put it — this process's event loop, or a worker's task — and, when the leg leaves the
-run waiting only on calls that are decided already (a standing rule or a grant decided
-each one as the run suspended, :mod:`deuz_django.rules.automatic`), claims the run again once
-the leg released its lease and runs the next leg there too. So a run that standing
-rules carry completes with no person, and no process is ever told it is busy by its
-own previous leg.
+recovery): the caller's permission, the run's lease, the run checked resumable (its
+verdicts are gathered by the leg, once). :func:`run_legs` runs a claimed run's leg
+wherever the continuation put it — this process's event loop, or a worker's task — and,
+when the leg leaves the run waiting only on calls that are decided already (a standing
+rule or a grant decided each one as the run suspended,
+:mod:`deuz_django.rules.automatic`), claims the run again once the leg released its
+lease and runs the next leg there too. So a run that standing rules carry completes with
+no person, and no process is ever told it is busy by its own previous leg.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..registry import agent_tools
 from ..storage import leases
 from ..storage.leases import Lease
 from . import draining, stopping
-from .legs import LegOutcome, PartObserver, gather_verdicts, run_leg
+from .legs import LegOutcome, PartObserver, check_may_continue, run_leg
 
 logger = logging.getLogger("deuz_django")
 
@@ -42,9 +42,7 @@ def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lea
         _check_may_resume(run_id, user)
     lease = leases.acquire(run_id)
     try:
-        run, _verdicts = gather_verdicts(
-            run_id, deny_remaining=deny_remaining, user=user
-        )
+        run = check_may_continue(run_id, deny_remaining=deny_remaining, user=user)
         agent_tools(run.agent)  # an agent that cannot be built fails the claim
     except RunStopped:
         # Asked to stop while no leg held it (its leg died first): the claim applies it.

@@ -1,27 +1,28 @@
-"""One way a run continues: claim it, then run its next leg here or in a worker.
+"""One way a run continues: claim it, then run its next leg — one verb per act.
 
 Everything that moves a run on — the WebSocket and SSE after a verdict or a crash, the
-REST API, the admin, the ``deuz`` command, recovery — calls :func:`acontinue_run` or
-:func:`continue_run`. The claim is the same for all of them
-(:func:`deuz_django.runs.claims.claim`): the
-caller's permission (when a user asks), the run's lease taken by compare-and-set, the
-run checked resumable and its verdicts gathered. So the caller learns at once that the run is busy
-(:class:`RunBusy`), finished or still waiting for a verdict (:class:`RunNotResumable`),
-unknown (:class:`RunNotFound`) or not theirs to resume (:class:`NotPermitted`). Only
-where the leg then runs differs:
+REST API, the admin, the ``deuz`` command, recovery — claims it the same way
+(:func:`deuz_django.runs.claims.claim`): the caller's permission (when a user asks), the
+run's lease taken by compare-and-set, the run checked resumable. So the caller learns at
+once that the run is busy (:class:`RunBusy`), finished or still waiting for a verdict
+(:class:`RunNotResumable`), unknown (:class:`RunNotFound`) or not theirs to resume
+(:class:`NotPermitted`). Then one of three verbs says where the leg runs:
 
-- ``in_process=True``: in this process's event loop, as a background task (a socket may
-  come and go meanwhile) — or, from sync code, to its end before returning;
-- ``in_process=False``: in the background, the caller never waits (:func:`hand_off`):
-  queued through ``django.tasks`` for a worker, the task taking the lease over
-  (:func:`deuz_django.runs.tasks.enqueue_claimed_leg`) — or, when the backend would run the
-  task inside the caller (the immediate backend), run by this process: on its server's
-  event loop (:func:`home_loop`), else in a thread of its own. If the leg is lost (a
-  task purged, a process killed), the lease lapses and recovery continues the run.
+- :func:`enqueue_run` (:func:`aenqueue_run`): in the background, the caller never waits
+  (:func:`hand_off`): queued through ``django.tasks`` for a worker, the task taking the
+  lease over (:func:`deuz_django.runs.tasks.enqueue_claimed_leg`) — or, when the backend
+  would run the task inside the caller (the immediate backend), run by this process: on
+  its server's event loop (:func:`home_loop`), else in a thread of its own. If the leg is
+  lost (a task purged, a process killed), the lease lapses and recovery continues the run;
+- :func:`astart_here`: as a task of the running event loop, returned at once (a socket
+  may come and go while it runs);
+- :func:`arun_here` (:func:`run_here_to_end` from sync code): here, returning the leg's
+  outcome once it ended.
 
-Either way a leg that leaves the run waiting on nothing undecided — standing rules or
-grants decided every call it suspended on — is followed at once by the next leg, claimed
-the same way once the previous one released the lease (:func:`deuz_django.runs.claims.run_legs`).
+Whichever it is, a leg that leaves the run waiting on nothing undecided — standing rules
+or grants decided every call it suspended on — is followed at once by the next leg,
+claimed the same way once the previous one released the lease
+(:func:`deuz_django.runs.claims.run_legs`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import contextvars
 import logging
 import os
 import threading
+import warnings
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
@@ -105,30 +107,59 @@ class Continuation:
             raise
 
 
-async def acontinue_run(
+def enqueue_run(
+    run_id: str, *, user: Any = None, deny_remaining: bool = False
+) -> Continuation:
+    """Claim ``run_id`` and continue it in the background (:func:`hand_off`): what a
+    surface does once a verdict left nothing undecided. The caller never waits."""
+    return hand_off(claim(run_id, user=user, deny_remaining=deny_remaining))
+
+
+aenqueue_run = sync_to_async(enqueue_run)
+
+
+async def astart_here(
     run_id: str,
     *,
-    in_process: bool,
     user: Any = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
     controller: AbortController | None = None,
 ) -> Continuation:
-    """Claim ``run_id`` and start its next leg: a task of this event loop, or in the
-    background (:func:`hand_off`).
-
-    ``observer`` (every canonical part, after it was journaled) and ``controller`` (to
-    abort the leg) apply to a leg run here.
-    """
-    if in_process:
-        draining.refuse_if_stopping(run_id)
+    """Claim ``run_id`` and start its next leg as a task of this event loop, returned at
+    once. ``observer`` sees every canonical part after it was journaled; ``controller``
+    aborts the leg."""
+    draining.refuse_if_stopping(run_id)
     lease = await sync_to_async(claim)(run_id, user=user, deny_remaining=deny_remaining)
-    if not in_process:
-        return await sync_to_async(hand_off)(lease)
-    return run_here(lease, observer=observer, controller=controller)
+    return start_claimed_here(lease, observer=observer, controller=controller)
 
 
-def run_here(
+async def arun_here(
+    run_id: str,
+    *,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> LegOutcome:
+    """Claim ``run_id``, run its next leg here and return how it ended (the command,
+    scripts, tests)."""
+    continuation = await astart_here(
+        run_id,
+        user=user,
+        deny_remaining=deny_remaining,
+        observer=observer,
+        controller=controller,
+    )
+    outcome = await continuation.wait()
+    assert outcome is not None  # a leg run here always has one
+    return outcome
+
+
+run_here_to_end = async_to_sync(arun_here)
+
+
+def start_claimed_here(
     lease: Lease,
     *,
     observer: PartObserver | None = None,
@@ -227,7 +258,7 @@ def _start_on_loop(
     loop: asyncio.AbstractEventLoop, lease: Lease, ended: Future[LegOutcome]
 ) -> None:
     def start() -> None:
-        leg = run_here(lease).leg
+        leg = start_claimed_here(lease).leg
         assert leg is not None
         leg.add_done_callback(lambda done: _settle(ended, done))
 
@@ -279,36 +310,11 @@ def _forget_handed_off(leg: Future[LegOutcome]) -> None:
         _handed_off.discard(leg)
 
 
-def continue_run(
-    run_id: str,
-    *,
-    in_process: bool,
-    user: Any = None,
-    deny_remaining: bool = False,
-    observer: PartObserver | None = None,
-) -> Continuation:
-    """:func:`acontinue_run` for sync callers; a leg run here has ended on return."""
-    if not in_process:
-        return hand_off(claim(run_id, user=user, deny_remaining=deny_remaining))
-
-    async def to_the_end() -> LegOutcome | None:
-        continuation = await acontinue_run(
-            run_id,
-            in_process=True,
-            user=user,
-            deny_remaining=deny_remaining,
-            observer=observer,
-        )
-        return await continuation.wait()
-
-    return Continuation(run_id, finished=async_to_sync(to_the_end)())
-
-
 async def acontinue_quietly(run_id: str) -> Continuation | None:
     """Continue the run here unless another leg has it or it cannot move on — what a
     reader does after a verdict or on finding its run abandoned. Never raises."""
     try:
-        return await acontinue_run(run_id, in_process=True)
+        return await astart_here(run_id)
     except (RunBusy, RunNotResumable, LookupError) as error:  # LookupError: gone,
         # or its agent is unknown
         logger.info("deuz: run %s not continued here: %s", run_id, error)
@@ -322,3 +328,69 @@ def _forget(run_id: str, leg: asyncio.Task[LegOutcome]) -> None:
         del _running[run_id]
     if not leg.cancelled() and leg.exception() is not None:
         logger.error("deuz: leg of run %s failed", run_id, exc_info=leg.exception())
+
+
+# -- the 0.1 names -------------------------------------------------------------------------
+# One function with an ``in_process`` flag meant "block" in its sync form and "return a
+# running task" in its async one; each act has its own verb now. The old names stay for
+# the code written against 0.1, and say which verb to use.
+
+
+def continue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+) -> Continuation:
+    """Deprecated (0.1): :func:`enqueue_run`, or :func:`run_here_to_end`."""
+    _deprecated("continue_run", "run_here_to_end" if in_process else "enqueue_run")
+    if not in_process:
+        return enqueue_run(run_id, user=user, deny_remaining=deny_remaining)
+    outcome = run_here_to_end(
+        run_id, user=user, deny_remaining=deny_remaining, observer=observer
+    )
+    return Continuation(run_id, finished=outcome)
+
+
+async def acontinue_run(
+    run_id: str,
+    *,
+    in_process: bool,
+    user: Any = None,
+    deny_remaining: bool = False,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Deprecated (0.1): :func:`astart_here`, or :func:`aenqueue_run`."""
+    _deprecated("acontinue_run", "astart_here" if in_process else "aenqueue_run")
+    if not in_process:
+        return await aenqueue_run(run_id, user=user, deny_remaining=deny_remaining)
+    return await astart_here(
+        run_id,
+        user=user,
+        deny_remaining=deny_remaining,
+        observer=observer,
+        controller=controller,
+    )
+
+
+def run_here(
+    lease: Lease,
+    *,
+    observer: PartObserver | None = None,
+    controller: AbortController | None = None,
+) -> Continuation:
+    """Deprecated (0.1): :func:`start_claimed_here`."""
+    _deprecated("run_here", "start_claimed_here")
+    return start_claimed_here(lease, observer=observer, controller=controller)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"deuz_django: {old}() is deprecated; use {new}() "
+        "(deuz_django.runs.continuing).",
+        DeprecationWarning,
+        stacklevel=3,
+    )

@@ -21,7 +21,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..approvals.asking import record_suspension
-from ..approvals.settling import collect_verdicts, settle_max_age_ms
+from ..approvals.settling import close_undecided, collect_verdicts, settle_max_age_ms
 from ..approvals.verdicts import approval_signer, current_pending
 from ..core import AbortController, Deps, ErrorPart, StreamPart, tracing
 from ..core.durable import resume_stream_from_checkpoint
@@ -93,12 +93,13 @@ class LegOutcome:
         )
 
 
-def gather_verdicts(
+def check_may_continue(
     run_id: str, *, deny_remaining: bool = False, user: Any = None
-) -> tuple[Run, list[dict[str, Any]]]:
-    """Under the lease: check the run may resume, and gather its verdicts (with
-    ``deny_remaining`` the undecided approvals are denied, on ``user``'s behalf).
-    Raises :class:`RunStopped` for a run asked to stop (the lease holder applies it)."""
+) -> Run:
+    """Under the lease, before a leg: the run exists, is not completed, was not asked to
+    stop (:class:`RunStopped`: the lease holder applies it), and every call it waits on
+    is decided — with ``deny_remaining`` the undecided ones are denied now, on
+    ``user``'s behalf (:func:`~deuz_django.approvals.settling.close_undecided`)."""
     run = Run.objects.named(run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
@@ -106,7 +107,8 @@ def gather_verdicts(
         raise RunNotResumable(f"Run '{run_id}' is completed.")
     if run.status == RunStatus.STOPPED or run.stop_requested_at is not None:
         raise RunStopped(f"Run '{run_id}' was asked to stop; nothing continues it.")
-    return run, collect_verdicts(run, deny_remaining=deny_remaining, user=user)
+    close_undecided(run, deny_remaining=deny_remaining, user=user)
+    return run
 
 
 def _prepare(
@@ -114,7 +116,8 @@ def _prepare(
 ) -> tuple[Run, AgentSpec, list[dict[str, Any]], float | None]:
     """The run, its agent, the verdicts the leg settles with, and the token age they
     pass at; :class:`RunStopped` when the run may not start another leg."""
-    run, verdicts = gather_verdicts(run_id)
+    run = check_may_continue(run_id)
+    verdicts = collect_verdicts(run)
     spec = load_agent(run.agent)
     problem = spec.run_limits.legs_problem(run.legs + 1)
     if problem is not None:

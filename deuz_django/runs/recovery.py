@@ -157,7 +157,7 @@ async def asweep() -> SweepReport:
             report.failed.append(run_id)
             continue
         if lease is not None:
-            continuation.run_here(lease)
+            continuation.start_claimed_here(lease)
             report.continued.append(run_id)
     report.journals_closed = await aclose_open_journals()
     return report

@@ -152,7 +152,7 @@ def test_a_leg_handed_to_a_thread_is_known_to_the_shutdown_drain(
     run = ready_to_resume(ann)
     assert draining.running_legs() == 0
 
-    services.continue_run(run.run_id, in_process=False)
+    services.enqueue_run(run.run_id)
 
     assert inside_tool.entered.wait(agents.GATE_TIMEOUT_SECONDS)
     assert draining.running_legs() == 1  # a SIGTERM would wait for it
@@ -168,7 +168,7 @@ async def test_a_sync_call_from_an_event_loop_hands_the_leg_to_that_loop(
     leg beside the readers that follow the run (no thread of its own)."""
     run = await sync_to_async(ready_to_resume)(ann)
 
-    resumed = await sync_to_async(services.continue_run)(run.run_id, in_process=False)
+    resumed = await services.aenqueue_run(run.run_id)
 
     assert resumed.handed_off is not None
     assert await asyncio.to_thread(

@@ -2,7 +2,7 @@
 production (RECIPES.md); with the immediate backend of development and tests, which would
 run the task inside the caller, the leg is handed to this process instead
 (``continuation.hand_off``). Every such leg was claimed first
-(``continue_run(..., in_process=False)``)."""
+(``enqueue_run(...)``)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_with_the_immediate_backend_the_leg_is_handed_off_not_run_in_the_caller(
     run = suspended(owner=ann)
     decision = decide_all(run, ann)
     assert decision.run_ready
-    continuation = services.continue_run(run.run_id, in_process=False)
+    continuation = services.enqueue_run(run.run_id)
     assert continuation.task is None  # not queued: the backend would run it right here
     assert continuation.handed_off is not None
     join_handed_off()
@@ -64,14 +64,12 @@ def test_a_busy_or_waiting_run_is_refused_when_claimed_and_nothing_is_queued(
 ) -> None:
     run = suspended(owner=ann)
     with pytest.raises(RunNotResumable, match="still waits for a verdict"):
-        services.continue_run(run.run_id, in_process=False)
+        services.enqueue_run(run.run_id)
     lease = leases.acquire(run.run_id)
     with pytest.raises(RunBusy):
-        services.continue_run(run.run_id, in_process=False, deny_remaining=True)
+        services.enqueue_run(run.run_id, deny_remaining=True)
     leases.release(lease)
-    continuation = services.continue_run(
-        run.run_id, in_process=False, deny_remaining=True
-    )
+    continuation = services.enqueue_run(run.run_id, deny_remaining=True)
     join_handed_off()
     assert continuation.outcome is not None
     assert continuation.outcome.status == "completed"
@@ -118,7 +116,7 @@ def test_django_tasks_db_queues_the_resume_for_db_worker(
     with override_settings(
         TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     ):
-        queued = services.continue_run(run.run_id, in_process=False).task
+        queued = services.enqueue_run(run.run_id).task
     assert queued.status == TaskResultStatus.READY
     run.refresh_from_db()
     assert run.status == "suspended"  # nothing ran in this process
@@ -147,7 +145,7 @@ def test_a_leg_queued_under_the_old_task_path_runs_after_the_move(
     with override_settings(
         TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     ):
-        queued = services.continue_run(run.run_id, in_process=False).task
+        queued = services.enqueue_run(run.run_id).task
     DBTaskResult.objects.filter(pk=queued.id).update(
         task_path="deuz_django.tasks.run_claimed_leg_task"
     )
@@ -159,3 +157,18 @@ def test_a_leg_queued_under_the_old_task_path_runs_after_the_move(
     run.refresh_from_db()
     assert run.status == "completed"
     assert effects() == ["send_email:ann@example.com"]
+
+
+@background_leg
+def test_the_0_1_continue_run_still_works_and_names_the_verb_that_replaces_it(
+    ann: Any,
+) -> None:
+    from deuz_django.runs.continuing import continue_run
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    with pytest.warns(DeprecationWarning, match=r"use enqueue_run\(\)"):
+        continue_run(run.run_id, in_process=False)
+    join_handed_off()
+    run.refresh_from_db()
+    assert run.status == "completed"

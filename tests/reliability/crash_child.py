@@ -85,7 +85,7 @@ async def main(run_ids: list[str]) -> None:
         run_id, _, step = stop_at.rpartition(":")
         stop_inside_the_checkpoint_transaction(run_id, int(step))
     for run_id in run_ids:
-        await continuation.acontinue_run(run_id, in_process=True)
+        await continuation.astart_here(run_id)
     recovery.start_sweeper()
     await asyncio.Event().wait()  # until the test kills this process
 

@@ -18,7 +18,7 @@ from django.test import override_settings
 
 from deuz_django import services
 from deuz_django.models import Run
-from deuz_django.runs.continuing import continue_run
+from deuz_django.runs.continuing import enqueue_run
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import manage_env, start_manage, wait_until
 from tests.django.run_support import PROMPT, ready_to_resume, tool_results
@@ -45,7 +45,7 @@ def test_a_stopping_worker_ends_its_leg_at_the_next_boundary_and_hands_the_run_o
 ) -> None:
     run = services.start_run(agent="slow", messages=PROMPT)
     with override_settings(TASKS=DB_TASKS):
-        continue_run(run.run_id, in_process=False)
+        enqueue_run(run.run_id)
     worker = db_worker(DEUZ_TEST_SLOW_STEP="2", DEUZ_TEST_SLOW_SECONDS="1.5")
     wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
 
@@ -90,8 +90,8 @@ def test_a_sigterm_waits_for_a_leg_handed_to_a_thread_to_reach_its_boundary(
         "import django, time; django.setup()\n"
         "from pathlib import Path\n"
         "from deuz_django import draining\n"
-        "from deuz_django.runs.continuing import continue_run\n"
-        f"continue_run({run.run_id!r}, in_process=False)\n"
+        "from deuz_django.runs.continuing import enqueue_run\n"
+        f"enqueue_run({run.run_id!r})\n"
         "while not draining.stopping(): time.sleep(0.02)\n"
         f"Path({str(stopping)!r}).touch()\n"
         "while True: time.sleep(0.02)\n"

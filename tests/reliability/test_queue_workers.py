@@ -35,7 +35,7 @@ from django.test import override_settings
 from deuz_django import services
 from deuz_django.approvals.verdicts import Verdict, record_verdict
 from deuz_django.models import Approval, Run
-from deuz_django.runs.continuing import continue_run
+from deuz_django.runs.continuing import enqueue_run
 from deuz_django.runs.recovery import recover_runs_task
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, wait_until
@@ -194,7 +194,7 @@ def test_a_queued_leg_and_its_resume_after_the_verdicts_run_on_the_worker(
 ) -> None:
     run = services.start_run(agent="gated", messages=PROMPT)
     queue.start_worker()
-    continue_run(run.run_id, in_process=False)
+    enqueue_run(run.run_id)
     wait_until(
         lambda: (
             Approval.objects.filter(run=run, status="pending").count() == 2
@@ -208,7 +208,7 @@ def test_a_queued_leg_and_its_resume_after_the_verdicts_run_on_the_worker(
         for pending in Approval.objects.filter(run=run, status="pending")
     ]
     assert decisions[-1].run_ready
-    continue_run(run.run_id, in_process=False)  # as the REST API does after verdicts
+    enqueue_run(run.run_id)  # as the REST API does after verdicts
     wait_until(completed(run), "the worker to run the resumed leg")
     assert sorted(effects()) == ["refund:A-1", "send_email:ann@example.com"]
 
@@ -220,7 +220,7 @@ def test_a_worker_killed_mid_leg_leaves_the_run_to_the_next_workers_sweep(
     first = queue.start_worker(
         DEUZ_LEASE_SECONDS="1", DEUZ_TEST_SLOW_STEP="2", DEUZ_TEST_SLOW_SECONDS="60"
     )
-    continue_run(run.run_id, in_process=False)
+    enqueue_run(run.run_id)
     wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
     queue.kill(first)
 
@@ -248,7 +248,7 @@ def test_a_worker_told_to_stop_ends_its_leg_at_the_next_boundary(
 ) -> None:
     run = services.start_run(agent="slow", messages=PROMPT)
     worker = queue.start_worker(DEUZ_TEST_SLOW_STEP="2", DEUZ_TEST_SLOW_SECONDS="1.5")
-    continue_run(run.run_id, in_process=False)
+    enqueue_run(run.run_id)
     wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
     assert queue.terminate(worker) == 0
 
@@ -273,7 +273,7 @@ def test_a_leg_the_queue_lost_is_healed_by_the_sweep(
     scheduler (Celery beat, rq-scheduler, cron) queues to the worker."""
     run = services.start_run(agent="scripted", messages=PROMPT)
     with short_leases():
-        continue_run(run.run_id, in_process=False)
+        enqueue_run(run.run_id)
     assert queue.purge() == 1  # the broker lost the task before any worker took it
 
     if sweeper == "recover_runs_task":
