@@ -26,6 +26,8 @@ The hierarchy::
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 
 from .core.exceptions import DeuzError
@@ -47,6 +49,22 @@ class RunBusy(DeuzError):
             f"Run '{run_id}' is busy: another leg is running it. Try again when it ends."
         )
         self.run_id = run_id
+
+
+class RunQueued(RunBusy):
+    """The run's lease is a claim waiting in a task queue: no leg runs it yet. Busy all
+    the same (one claim at a time), but said as it is: until a worker starts the leg, or
+    the claim lapses and recovery continues the run."""
+
+    def __init__(self, run_id: str, lapses_at: datetime) -> None:
+        DeuzError.__init__(
+            self,
+            f"Run '{run_id}' is queued for a worker that has not started it yet; if "
+            f"none does, its claim lapses at {lapses_at:%H:%M:%S} UTC and the run can "
+            "be continued then (the recovery sweep does).",
+        )
+        self.run_id = run_id
+        self.lapses_at = lapses_at
 
 
 class ProcessStopping(RunBusy):

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError
-from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .approvals.verdicts import (
@@ -26,20 +25,29 @@ from .approvals.verdicts import (
     RESUMED_WITHOUT_VERDICT,
     Decision,
     RecordedResult,
+    Refusal,
     Verdict,
     approval_signer,
+    check_verdict,
     current_pending,
-    decide,
-    expiry_cutoff,
     record_verdict,
     state_refusal,
 )
 from .core import AbortController, Message
 from .core.durable import AgentCheckpoint
+from .core.exceptions import DeuzError
 from .core.messages import coerce_messages
 from .core.usage import EMPTY_USAGE
-from .exceptions import ApprovalExpired, ApprovalNotFound, NotPermitted, RunExists
-from .models import Approval, ApprovalStatus, Run, RunStatus
+from .exceptions import (
+    ApprovalExpired,
+    ApprovalNotFound,
+    NotPermitted,
+    ProcessStopping,
+    RunBusy,
+    RunExists,
+    RunNotResumable,
+)
+from .models import Approval, Run
 from .permissions import can_stop_run, is_signed_in
 from .registry import load_agent
 from .rules.grants import Allow
@@ -52,7 +60,9 @@ from .runs.continuing import (
     enqueue_run,
 )
 from .runs.legs import ABORTED, LegOutcome, PartObserver
+from .runs.recovery import recoverable_runs, who_continues
 from .runs.stopping import request_stop
+from .storage.db import bounded_atomic
 from .storage.store import DjangoSessionStore
 from .storage.stream_journal import get_journal
 
@@ -63,9 +73,11 @@ __all__ = [
     "Continuation",
     "Decision",
     "LegOutcome",
+    "Recorded",
     "adecide_approval",
     "aenqueue_run",
     "approval_signer",
+    "arecord_verdicts",
     "aresume_run",
     "astart_run",
     "astop_run",
@@ -73,11 +85,14 @@ __all__ = [
     "decide_approval",
     "delete_run",
     "enqueue_run",
+    "record_checked_verdicts",
     "record_operator_verdict",
+    "record_verdicts",
     "recoverable_runs",
     "resume_run",
     "start_run",
     "stop_run",
+    "verdict_refusals",
 ]
 
 
@@ -141,6 +156,114 @@ def _approval_row(approval: Approval | int) -> Approval:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """Verdicts on one run recorded by :func:`record_verdicts`, and what became of it:
+    ``continued`` when it was continued, ``not_continued`` the error that said why not
+    when nothing was left undecided (:class:`ProcessStopping`, :class:`RunBusy`,
+    :class:`RunNotResumable`)."""
+
+    decisions: list[Decision]
+    continued: Continuation | None = None
+    not_continued: DeuzError | None = None
+
+    @property
+    def run_ready(self) -> bool:
+        """Nothing is left undecided: the run may continue."""
+        return self.decisions[-1].run_ready
+
+    @property
+    def expired(self) -> list[Approval]:
+        """The approvals that were too old to decide: recorded ``expired``."""
+        return [d.approval for d in self.decisions if d.expired]
+
+    @property
+    def next_step(self) -> str:
+        """What happens to the run now, said as it is."""
+        if self.continued is not None:
+            return f"the run resumes: {who_continues(self.continued)}"
+        if isinstance(self.not_continued, ProcessStopping):
+            return "this server is shutting down; a server or worker continues the run"
+        if isinstance(self.not_continued, (RunBusy, RunNotResumable)):
+            return "another request is resuming the run"
+        if self.run_ready:
+            return "resume the run to continue"
+        return "the run still waits for its other approvals"
+
+
+def verdict_refusals(
+    user: Any, verdicts: Sequence[tuple[Approval, Verdict]], *, operator: str = ""
+) -> list[tuple[int, Refusal]]:
+    """Why any of ``verdicts`` may not be recorded, by index (``[]``: all may be).
+
+    ``operator`` names who overrides the user rules from a shell (no user permission
+    applies, but the approval must be pending and an approving token still good). An
+    approval too old to decide is not refused: every surface records it ``expired``,
+    by the system, and its call never runs.
+    """
+    refusals = []
+    for index, (approval, verdict) in enumerate(verdicts):
+        refusal = (
+            state_refusal(approval, verdict)
+            if operator
+            else check_verdict(user, approval, verdict)
+        )
+        if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
+            refusals.append((index, refusal))
+    return refusals
+
+
+def record_verdicts(
+    user: Any,
+    verdicts: Sequence[tuple[Approval, Verdict]],
+    *,
+    operator: str = "",
+    resume: bool = True,
+) -> Recorded:
+    """The one way a verdict is recorded, whatever the surface (the admin queue and run
+    page, action links, REST, the WebSocket, the command): every verdict checked first
+    (:func:`verdict_refusals`; the first refusal raises its error and nothing is
+    recorded), all recorded in one transaction, then — ``resume`` — the run continued
+    in the background once nothing is left undecided (:func:`enqueue_run`).
+
+    The verdicts are on one run. ``resume=False`` leaves continuing to the caller (``deuz
+    resume`` runs the leg itself).
+    """
+    if len({approval.run_id for approval, _verdict in verdicts}) != 1:
+        raise ValueError("verdicts: record the verdicts of one run at a time")
+    refusals = verdict_refusals(user, verdicts, operator=operator)
+    if refusals:
+        raise refusals[0][1].error
+    return record_checked_verdicts(user, verdicts, operator=operator, resume=resume)
+
+
+def record_checked_verdicts(
+    user: Any,
+    verdicts: Sequence[tuple[Approval, Verdict]],
+    *,
+    operator: str = "",
+    resume: bool = True,
+) -> Recorded:
+    """:func:`record_verdicts` for verdicts :func:`verdict_refusals` accepted already
+    (the REST API checks a batch itself, to answer with every refusal at once)."""
+    with bounded_atomic():
+        decisions = [
+            record_verdict(approval, user, verdict, operator=operator)
+            for approval, verdict in verdicts
+        ]
+    recorded = Recorded(decisions)
+    if not (resume and recorded.run_ready):
+        return recorded
+    run_id = decisions[-1].approval.run.run_id
+    try:
+        return replace(recorded, continued=enqueue_run(run_id))
+    except (RunBusy, RunNotResumable) as error:  # ProcessStopping is a RunBusy
+        return replace(recorded, not_continued=error)
+
+
+arecord_verdicts = sync_to_async(record_verdicts)
+
+
 def decide_approval(
     approval: Approval | int,
     *,
@@ -153,8 +276,8 @@ def decide_approval(
     allow: Allow | None = None,
     answer: Any = None,
 ) -> Decision:
-    """Record one verdict, atomically and once; the caller continues the run when
-    ``decision.run_ready`` (:func:`enqueue_run`).
+    """Record one verdict (:func:`record_verdicts`, without continuing the run: the
+    caller continues it when ``decision.run_ready``, e.g. with :func:`enqueue_run`).
 
     ``result`` answers an ``outcome_unknown`` approval with "it happened, and this was
     its outcome" (only with ``approved=True``; see :mod:`deuz_django.approvals.verdicts`).
@@ -169,19 +292,17 @@ def decide_approval(
     own stored token is verified. An approval older than ``APPROVAL_MAX_AGE`` is recorded
     as ``expired`` instead (``decision.expired``).
     """
-    return decide(
-        user,
-        _approval_row(approval),
-        Verdict(
-            approved=approved,
-            reason=reason,
-            token=token,
-            result=result,
-            edited_input=edited_input,
-            allow=allow,
-            answer=answer,
-        ),
+    verdict = Verdict(
+        approved=approved,
+        reason=reason,
+        token=token,
+        result=result,
+        edited_input=edited_input,
+        allow=allow,
+        answer=answer,
     )
+    recorded = record_verdicts(user, [(_approval_row(approval), verdict)], resume=False)
+    return recorded.decisions[0]
 
 
 adecide_approval = sync_to_async(decide_approval)
@@ -199,10 +320,10 @@ def record_operator_verdict(
     if not operator.strip():
         raise ValueError("operator: an operator override names the operator")
     verdict = Verdict(approved=approved, reason=reason)
-    refusal = state_refusal(approval, verdict)
-    if refusal is not None and not isinstance(refusal.error, ApprovalExpired):
-        raise refusal.error
-    return record_verdict(approval, None, verdict, operator=operator.strip())
+    recorded = record_verdicts(
+        None, [(approval, verdict)], operator=operator.strip(), resume=False
+    )
+    return recorded.decisions[0]
 
 
 # -- continuing -----------------------------------------------------------------------------
@@ -255,50 +376,6 @@ def stop_run(
 
 
 astop_run = sync_to_async(stop_run)
-
-
-# -- recovering -----------------------------------------------------------------------------
-
-
-def recoverable_runs(
-    older_than: float, *, run_id: str | None = None, due: bool = False
-) -> list[str]:
-    """Root runs a dead process left behind, oldest first: mid-run with a lapsed lease, or
-    suspended on approvals that are all decided (or too old to decide) but never resumed.
-
-    A run whose last leg failed or was aborted is not recovered (it would fail again);
-    ``deuz resume`` continues it explicitly — unless the failure is one recovery retries
-    (a checkpoint save failed: ``recover_after`` is set). ``due`` keeps only the runs
-    whose backoff has passed (the automatic sweep; operators and readers do not wait).
-    ``run_id`` asks about that one run (a reader's crash continuation).
-    """
-    now = timezone.now()
-    idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
-    candidates = Run.objects.roots().lease_free(now).filter(idle).order_by("updated_at")
-    if run_id is not None:
-        candidates = candidates.filter(run_id=run_id)
-    if due:
-        candidates = candidates.filter(
-            Q(recover_after=None) | Q(recover_after__lte=now)
-        )
-    running = candidates.filter(status=RunStatus.RUNNING).filter(
-        Q(last_error="") | Q(recover_after__isnull=False)
-    )
-    undecided = Approval.objects.filter(
-        run=OuterRef("pk"), status=ApprovalStatus.PENDING
-    )
-    cutoff = expiry_cutoff(now)
-    if cutoff is not None:
-        undecided = undecided.filter(created_at__gt=cutoff)
-    decided = (
-        candidates.filter(status=RunStatus.SUSPENDED)
-        .exclude(pending_approvals="")
-        .exclude(Exists(undecided))
-    )
-    return [
-        *running.values_list("run_id", flat=True),
-        *decided.values_list("run_id", flat=True),
-    ]
 
 
 def delete_run(run_id: str) -> None:

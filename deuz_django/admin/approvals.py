@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from .. import services
+from ..approvals.page_verdicts import decide, form_problems
 from ..exceptions import NotPermitted, RunNotFound, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus
 from ..permissions import STOP_ANY_RUN, decide_refusal, may_decide_some
@@ -29,7 +30,7 @@ from ..runs.transcript import pretty
 from . import display
 from .approval_columns import ApprovalColumns, run_page
 from .base import ReadOnlyAdmin
-from .decisions import ANSWERS, ReasonForm, VerdictForm, decide, form_problems
+from .decisions import ANSWERS, ReasonForm, VerdictForm
 from .runs import pending_row, stop_message
 from .standing import DeciderFilter
 

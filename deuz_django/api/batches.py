@@ -3,7 +3,8 @@
 The checks run in this order, each over every verdict, and the first that finds problems
 answers for the batch, naming each failing verdict by index and approval id: the shape
 (SPEC R12.1, 400), unknown or repeated approval ids (400), permission per approval (403),
-approvals decided already (409), and the signer check of approving tokens (400).
+approvals decided already (409), and the signer check of approving tokens (400). An
+approval too old to decide is recorded ``expired``, as on every surface.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from rest_framework.exceptions import ValidationError
 
-from ..approvals.verdicts import RecordedResult, Verdict, check_verdict
+from ..approvals.verdicts import RecordedResult, Verdict
 from ..core.exceptions import Problem
 from ..exceptions import (
     ApprovalAlreadyDecided,
@@ -22,6 +23,7 @@ from ..exceptions import (
 )
 from ..models import Approval, Run
 from ..rules.grants import Allow
+from ..services import verdict_refusals
 from .exceptions import (
     Conflict,
     DeuzAPIException,
@@ -78,20 +80,21 @@ def read_verdict(fields: dict[str, Any]) -> Verdict:
 
 def check_batch(
     user: Any, run: Run, verdicts: list[dict[str, Any]]
-) -> list[tuple[Verdict, Approval]]:
-    """Each verdict with its approval, once :func:`check_verdict` accepted every one.
+) -> list[tuple[Approval, Verdict]]:
+    """Each approval with its verdict, once the verdict service accepted every one
+    (:func:`deuz_django.services.verdict_refusals`).
 
     The refusals of the most serious kind answer for the batch: permission (403), then
-    approvals decided already (409), then expiry and tokens (400).
+    approvals decided already (409), then tokens (400). A verdict on an approval too old
+    to decide is not refused: it is recorded ``expired``, as on every surface.
     """
     checked = [
-        (read_verdict(v), a)
+        (a, read_verdict(v))
         for v, a in zip(verdicts, _approvals(run, verdicts), strict=True)
     ]
     refusals = [
         (index, verdicts[index], refusal)
-        for index, (verdict, approval) in enumerate(checked)
-        if (refusal := check_verdict(user, approval, verdict)) is not None
+        for index, refusal in verdict_refusals(user, checked)
     ]
     for refused, error_class, code in _KINDS:
         errors = [

@@ -211,7 +211,7 @@ _RUN = {
 }
 _LINK = {
     "runId": "run-42",
-    "detail": "Resume queued; the leg runs in the background.",
+    "detail": "Resumed: it continues on this server.",
     "resumeQueued": True,
     "statusUrl": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
 }
@@ -363,7 +363,9 @@ post_verdicts = operation(
             "Recorded, resuming",
             value={
                 **_LINK,
-                "detail": "Verdicts recorded; the run resumes.",
+                "detail": "Verdicts recorded; the run resumes: it is queued for a worker "
+                "(DatabaseBackend); if no worker starts it within 30 s, this server's "
+                "recovery sweep continues it.",
                 "decided": [],
             },
             response_only=True,

@@ -19,11 +19,9 @@ from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ..approvals.verdicts import record_verdict
-from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
 from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet, RunStatus
-from ..services import enqueue_run, start_run, stop_run
-from ..storage.db import bounded_atomic
+from ..runs.recovery import who_continues
+from ..services import enqueue_run, record_checked_verdicts, start_run, stop_run
 from . import docs
 from .authentication import authentication_classes
 from .batches import check_batch, read_batch
@@ -206,46 +204,27 @@ class RunVerdictsView(DeuzAPIView):
         run = self.get_run()
         batch = read_batch(request.data)
         checked = check_batch(request.user, run, batch["verdicts"])
-        with bounded_atomic():
-            decisions = [
-                record_verdict(approval, request.user, verdict)
-                for verdict, approval in checked
-            ]
+        # The verdicts are what continue the run, not the deciders' resume permission:
+        # the claim is the system's, as after a decision in the admin.
+        recorded = record_checked_verdicts(
+            request.user, checked, resume=batch["resume"]
+        )
         decided = ApprovalSerializer(
-            [d.approval for d in decisions],
+            [d.approval for d in recorded.decisions],
             many=True,
             context=self.get_serializer_context(),
         ).data
-        if not decisions[-1].run_ready:
-            waiting = "the run still waits for its other approvals"
-        elif not batch["resume"]:
-            waiting = "resume the run to continue"
-        else:
-            waiting = self._continue(run)
-            if waiting is None:
-                return self.link(
-                    run,
-                    "Verdicts recorded; the run resumes.",
-                    queued=True,
-                    decided=decided,
-                )
-        return self.link(
-            run, f"Verdicts recorded; {waiting}.", queued=False, decided=decided
+        expired = "".join(
+            f"{a.approval_id} had expired: it was recorded as expired and will not "
+            "run; "
+            for a in recorded.expired
         )
-
-    def _continue(self, run: Run) -> str | None:
-        """Continue the run in the background; why not, when it was not continued.
-
-        The verdicts are what continue it, not the deciders' resume permission: the
-        claim is the system's, as after a decision in the admin.
-        """
-        try:
-            enqueue_run(run.run_id)
-        except ProcessStopping:
-            return "this server is shutting down; a server or worker continues the run"
-        except (RunBusy, RunNotResumable):
-            return "another request is resuming the run"
-        return None
+        return self.link(
+            run,
+            f"Verdicts recorded; {expired}{recorded.next_step}.",
+            queued=recorded.continued is not None,
+            decided=decided,
+        )
 
 
 class RunResumeView(DeuzAPIView):
@@ -255,14 +234,12 @@ class RunResumeView(DeuzAPIView):
     def post(self, request: Request, runId: str) -> Response:
         run = self.get_run()
         options = self.read(ResumeSerializer, request.data)
-        enqueue_run(
+        continued = enqueue_run(
             run.run_id,
             user=request.user,
             deny_remaining=options["denyRemaining"],
         )
-        return self.link(
-            run, "Resume queued; the leg runs in the background.", queued=True
-        )
+        return self.link(run, f"Resumed: {who_continues(continued)}.", queued=True)
 
 
 class RunStopView(DeuzAPIView):

@@ -3,7 +3,7 @@ buttons that decide it.
 
 Opening the page never decides anything — mail scanners and link previews open links.
 A ``POST`` from it (Django's CSRF check applies) records the verdict exactly as the
-admin's Approve and Deny do (:func:`deuz_django.admin.decisions.decide`: the one verdict
+admin's Approve and Deny do (:func:`deuz_django.approvals.page_verdicts.decide`: the one verdict
 pipeline, and the run continued in the background once nothing is left undecided), then
 comes back to the page, which now says who decided.
 
@@ -44,12 +44,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from ..admin.decisions import REASON_MAX_LENGTH, decide, form_problems
 from ..models import IN_DOUBT, Approval, ApprovalKind
 from ..notifications.emails import expires_at
 from ..permissions import can_view_run, decide_refusal, is_signed_in
 from ..runs.transcript import pretty
 from .links import DECIDED_BY_LINK, VERDICTS, ActionLink, label, read_token
+from .page_verdicts import REASON_MAX_LENGTH, decide, form_problems
 from .questions import question_of, read_answer
 from .verdicts import is_expired
 

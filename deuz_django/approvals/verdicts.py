@@ -350,9 +350,10 @@ def record_verdict(
             approval,
             Q(),
             status=status,
-            decided_by=user_or_none(user),
+            # Too late: the system records the expiry, not the verdict's giver.
+            decided_by=None if status == ApprovalStatus.EXPIRED else user_or_none(user),
             reason=reason,
-            operator=operator,
+            operator="" if status == ApprovalStatus.EXPIRED else operator,
             edited_input=_edited_input(approval, verdict, status),
             answer=recorded_answer(approval, status, verdict.answer),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,

@@ -246,6 +246,12 @@ async def run_leg(
                 return await _database(_stopped_outcome, lease, stop)
             except Exception as error:  # e.g. no approval secret under a bare daphne
                 return await _failed_to_start(lease, controller, error, released)
+            logger.info(
+                "deuz: run %s %s (leg %d)",
+                run_id,
+                "resumed" if run.legs else "started",
+                run.legs + 1,
+            )
             # The leg's task starts inside the run's trace, so its spans join the
             # trace of the run's earlier legs.
             with tracing.run_trace(run.trace_context, agent=run.agent) as trace:
@@ -419,7 +425,6 @@ async def _failed_to_start(
     the error and the leg's end — never a silent wait — and the run keeps the error,
     as a failed leg does."""
     reason = str(error) or type(error).__name__
-    logger.error("deuz: run %s: the leg could not start: %s", lease.run_id, reason)
     failed = await _database(_record_error, lease, reason)  # before readers hear it
     stream = await _open_stream(lease, controller)
     if stream is not None:
@@ -453,10 +458,15 @@ def _outcome(
         run.refresh_from_db()
     pending = list(current_pending(run))
     if failed:
+        logger.warning("deuz: run %s failed: %s", run_id, error or ABORTED)
         send_on_commit(run_failed, Run, run=run, error=error or ABORTED)
     elif run.status == RunStatus.SUSPENDED:
+        logger.info(
+            "deuz: run %s suspended: waits for %d decision(s)", run_id, len(pending)
+        )
         send_on_commit(run_suspended, Run, run=run, approvals=pending)
     elif run.status == RunStatus.COMPLETED and error is None:
+        logger.info("deuz: run %s completed", run_id)
         send_on_commit(run_completed, Run, run=run)
     return LegOutcome(
         run_id=run_id,

@@ -39,31 +39,33 @@ from typing import Protocol
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
 from .. import notifications
+from ..approvals.verdicts import expiry_cutoff
 from ..conf import deuz_settings
 from ..core import AbortController
 from ..deadlines import sweep as deadline_sweep
 from ..exceptions import RunBusy, RunNotResumable
-from ..models import Run, RunStatus
-from ..services import recoverable_runs
+from ..models import Approval, ApprovalStatus, Run, RunStatus
 from ..signals import run_failed, send_on_commit
 from ..storage import leases
 from ..storage.leases import Lease
 from ..streaming.live import LegStream
 from . import continuing as continuation
 from . import draining
-from .tasks import enqueue_claimed_leg
+from .tasks import enqueue_claimed_leg, run_claimed_leg_task
 
 logger = logging.getLogger("deuz_django")
 
 SERVERS = frozenset({"daphne", "uvicorn", "gunicorn", "hypercorn", "granian"})
 WORKER_COMMANDS = frozenset({"db_worker", "rqworker", "rqworker-pool"})
 JOURNALS_PER_SWEEP = 100
+# What a sweep did that has a log line of its own per run, as it happened.
+LOGGED_PER_RUN = frozenset({"continued", "failed"})
 BACKOFF_CAP = timedelta(hours=1)
 
 
@@ -97,11 +99,24 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
     """Take a due run's lease and count the attempt; ``None`` when another process has
     it or it moved on. Past ``RECOVERY_MAX_ATTEMPTS`` the run is marked failed instead
     (:class:`RecoveryExhausted`)."""
+    queued = (
+        Run.objects.filter(run_id=run_id, lease_owner__startswith=leases.QUEUED)
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
     try:
         lease = continuation.claim(run_id)
     except (RunBusy, RunNotResumable, LookupError) as error:
         logger.info("deuz: run %s not recovered: %s", run_id, error)
         return None
+    if queued is not None:
+        logger.warning(
+            "deuz: run %s was queued for a worker, and no worker started it before "
+            "its claim lapsed at %s; the recovery sweep continues it. Is a worker "
+            "running (db_worker, rqworker, celery worker)?",
+            run_id,
+            queued,
+        )
     now = now or timezone.now()
     run = Run.objects.filter(run_id=run_id).values("recovery_attempts", "last_error")
     found = run.first() or {"recovery_attempts": 0, "last_error": ""}
@@ -124,7 +139,49 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
         recovery_attempts=F("recovery_attempts") + 1,
         recover_after=now + backoff(attempt),
     )
+    logger.info("deuz: run %s recovered by the sweep (attempt %d)", run_id, attempt)
     return lease
+
+
+def recoverable_runs(
+    older_than: float, *, run_id: str | None = None, due: bool = False
+) -> list[str]:
+    """Root runs a dead process left behind, oldest first: mid-run with a lapsed lease, or
+    suspended on approvals that are all decided (or too old to decide) but never resumed.
+
+    A run whose last leg failed or was aborted is not recovered (it would fail again);
+    ``deuz resume`` continues it explicitly — unless the failure is one recovery retries
+    (a checkpoint save failed: ``recover_after`` is set). ``due`` keeps only the runs
+    whose backoff has passed (the automatic sweep; operators and readers do not wait).
+    ``run_id`` asks about that one run (a reader's crash continuation).
+    """
+    now = timezone.now()
+    idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
+    candidates = Run.objects.roots().lease_free(now).filter(idle).order_by("updated_at")
+    if run_id is not None:
+        candidates = candidates.filter(run_id=run_id)
+    if due:
+        candidates = candidates.filter(
+            Q(recover_after=None) | Q(recover_after__lte=now)
+        )
+    running = candidates.filter(status=RunStatus.RUNNING).filter(
+        Q(last_error="") | Q(recover_after__isnull=False)
+    )
+    undecided = Approval.objects.filter(
+        run=OuterRef("pk"), status=ApprovalStatus.PENDING
+    )
+    cutoff = expiry_cutoff(now)
+    if cutoff is not None:
+        undecided = undecided.filter(created_at__gt=cutoff)
+    decided = (
+        candidates.filter(status=RunStatus.SUSPENDED)
+        .exclude(pending_approvals="")
+        .exclude(Exists(undecided))
+    )
+    return [
+        *running.values_list("run_id", flat=True),
+        *decided.values_list("run_id", flat=True),
+    ]
 
 
 def due_runs() -> list[str]:
@@ -267,7 +324,11 @@ class Sweeper(threading.Thread):
                     report = asyncio.run_coroutine_threadsafe(job.arun(), loop).result()
                 else:
                     report = job.run()
-                done = {key: ids for key, ids in report.to_json().items() if ids}
+                done = {
+                    key: ids
+                    for key, ids in report.to_json().items()
+                    if ids and key not in LOGGED_PER_RUN
+                }
                 if done:
                     logger.info("deuz: the %s sweep: %s", job.name, done)
             except Exception:
@@ -311,6 +372,30 @@ def _reloads(command: str, argv: list[str]) -> bool:
             return False
         return "--reload" in argv or settings.DEBUG
     return False
+
+
+def sweeping() -> bool:
+    """Whether this process runs a recovery sweep now."""
+    return _sweeper is not None and _sweeper.is_alive()
+
+
+def who_continues(continued: continuation.Continuation) -> str:
+    """Where a continued run's leg runs, said as it is — what the admin, the API and the
+    command tell a person: never "in the background" when nothing there will run it."""
+    if continued.task is None:
+        return "it continues on this server"
+    lapse = int(float(deuz_settings.LEASE_SECONDS))
+    backend = type(run_claimed_leg_task.get_backend()).__name__
+    fallback = (
+        "this server's recovery sweep continues it"
+        if sweeping()
+        else "the recovery sweep of a server or worker continues it (none runs in "
+        "this process)"
+    )
+    return (
+        f"it is queued for a worker ({backend}); if no worker starts it within "
+        f"{lapse} s, {fallback}"
+    )
 
 
 def start_sweeper() -> Sweeper | None:

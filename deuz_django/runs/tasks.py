@@ -13,9 +13,11 @@ Which process runs a queued leg is the ``TASKS`` setting's business, never this 
   processes. A sweep that finds no event loop still queues its legs, so runs them in the
   sweeper's own thread.
 
-Every queued leg was claimed first (:mod:`deuz_django.runs.continuing`): the task takes the
-claim's lease over. A claim that lapsed and was taken over meanwhile is left to its new
-holder. ``deuz_django.E005`` reports a backend that cannot run these tasks.
+Every queued leg was claimed first (:mod:`deuz_django.runs.continuing`), the claim marked
+queued (:func:`deuz_django.storage.leases.queue`) so that nobody is told a leg runs it
+while it waits for a worker: the task takes the claim's lease over. A claim that lapsed
+and was taken over meanwhile is left to its new holder. ``deuz_django.E005`` reports a
+backend that cannot run these tasks.
 """
 
 from __future__ import annotations
@@ -45,19 +47,27 @@ async def _run_claimed_leg(lease: Lease) -> dict[str, Any]:
     if draining.stopping():  # this worker is shutting down: leave the run to another
         await sync_to_async(leases.release)(lease)
         return {"runId": lease.run_id, "status": "stopping"}
-    if not await sync_to_async(leases.renew)(lease):
+    mine = await sync_to_async(leases.take_over)(lease)
+    if mine is None:
         return {"runId": lease.run_id, "status": "busy"}
-    outcome: LegOutcome = await run_legs(lease)
+    outcome: LegOutcome = await run_legs(mine)
     return outcome.to_json()
 
 
 def enqueue_claimed_leg(lease: Lease) -> Any:
-    """Queue the leg of a claimed run; the task takes over the lease. If queueing fails
-    the claim is released, so the run does not look busy."""
+    """Queue the leg of a claimed run, the claim marked queued; the task takes the lease
+    over. If queueing fails the claim is released, so the run does not look busy."""
     try:
-        return run_claimed_leg_task.enqueue(lease.run_id, lease.owner, lease.generation)
+        queued = leases.queue(lease)
     except BaseException:
         leases.release(lease)
+        raise
+    try:
+        return run_claimed_leg_task.enqueue(
+            queued.run_id, queued.owner, queued.generation
+        )
+    except BaseException:
+        leases.release(queued)
         raise
 
 

@@ -21,7 +21,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
@@ -30,10 +30,12 @@ from django.utils import timezone
 
 from ..conf import deuz_settings
 from ..core import Usage
-from ..exceptions import LeaseLost, RunBusy, RunNotFound, RunStopped
+from ..exceptions import LeaseLost, RunBusy, RunNotFound, RunQueued, RunStopped
 from ..models import Run
 from ..runs.limits import RunLimits
 from .db import bounded_atomic, locked, once_more_if_broken
+
+QUEUED = "queued:"  # the owner of a claim waiting in a task queue, before its prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +103,36 @@ def acquire(run_id: str, owner: str | None = None) -> Lease:
             raise
         raise RunBusy(run_id) from error
     if generation is None:
-        if not Run.objects.filter(run_id=run_id).exists():
+        holder = Run.objects.filter(run_id=run_id).values_list(
+            "lease_owner", "lease_expires_at"
+        )
+        found_holder = holder.first()
+        if found_holder is None:
             raise RunNotFound(f"No run '{run_id}'.")
+        held_by, expires_at = found_holder
+        if held_by.startswith(QUEUED) and expires_at is not None:
+            raise RunQueued(run_id, timezone.localtime(expires_at, UTC))
         raise RunBusy(run_id)
     return Lease(run_id, owner, generation)
+
+
+def queue(lease: Lease) -> Lease:
+    """Mark a claim as waiting in a task queue (its owner ``queued:…``), so that until a
+    worker starts its leg (:func:`take_over`) the run reads as queued, not as run by a
+    leg (:class:`RunQueued`)."""
+    queued = Lease(lease.run_id, QUEUED + lease.owner, lease.generation)
+    Run.objects.held_by(lease).update(lease_owner=queued.owner)
+    return queued
+
+
+def take_over(lease: Lease) -> Lease | None:
+    """A worker starts the leg of a queued claim: the lease becomes this process's, with a
+    fresh expiry (``None`` when the claim lapsed and was taken meanwhile)."""
+    mine = Lease(lease.run_id, new_owner(), lease.generation)
+    taken = Run.objects.held_by(lease).update(
+        lease_owner=mine.owner, lease_expires_at=timezone.now() + lease_duration()
+    )
+    return mine if taken else None
 
 
 def renew(lease: Lease) -> bool:

@@ -41,7 +41,7 @@ from ..exceptions import NotPermitted
 from ..models import Approval, Run
 from ..permissions import can_resume_run, is_signed_in
 from ..runs.continuing import acontinue_quietly
-from ..services import adecide_approval, astart_run, astop_run
+from ..services import arecord_verdicts, astart_run, astop_run
 from . import frames, live
 from .following import Unavailable, follow
 from .frames import FrameError
@@ -175,27 +175,14 @@ class RunConsumer(AsyncWebsocketConsumer):
             raise FrameError(
                 "not_found", f"run {run_id} has no approval {approval_id!r}"
             )
-        verdict = read_verdict(frame)
-        decision = await adecide_approval(
-            approval,
-            user=self.user,
-            approved=verdict.approved,
-            reason=verdict.reason,
-            token=verdict.token,
-            result=verdict.result,
-            edited_input=verdict.edited_input,
-            allow=verdict.allow,
-            answer=verdict.answer,
-        )
+        recorded = await arecord_verdicts(self.user, [(approval, read_verdict(frame))])
         await self._send(
             type="approval-recorded",
             runId=run_id,
             approvalId=approval_id,
-            status=decision.approval.status,
-            resuming=decision.run_ready,
+            status=recorded.decisions[0].approval.status,
+            resuming=recorded.run_ready,
         )
-        if decision.run_ready:
-            await acontinue_quietly(run_id)
 
     async def handle_cancel(self, frame: dict[str, Any]) -> None:
         run = await Run.objects.avisible(self.user, frame["runId"])

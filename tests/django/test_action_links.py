@@ -209,7 +209,7 @@ def test_confirming_decides_and_the_last_verdict_resumes_the_run(
     text = done.content.decode()
     assert "This call was decided already" in text
     assert "by ann" in text
-    assert f"Run {run.run_id} resumed in the background" in text
+    assert f"Run {run.run_id} resumed: it continues on this server" in text
 
 
 def test_a_link_used_again_after_the_verdict_changes_nothing(

@@ -99,7 +99,7 @@ def test_superuser_approves_both_calls_and_the_run_completes(
     second = post(client, approval(run, "send_email"), "approve")
     assert messages_of(second) == [
         f"Approved send_email (e1) on run {run.run_id}.",
-        f"Run {run.run_id} resumed in the background.",
+        f"Run {run.run_id} resumed: it continues on this server.",
     ]
     join_handed_off()
     run.refresh_from_db()
@@ -173,7 +173,10 @@ def test_the_owner_may_not_approve_their_own_refund_but_may_deny_it(
     post(client, approval(run, "send_email"), "approve")  # owners approve their email
     denied = post(client, approval(run, "refund"), "deny", "Not without finance.")
 
-    assert messages_of(denied)[-1] == f"Run {run.run_id} resumed in the background."
+    assert (
+        messages_of(denied)[-1]
+        == f"Run {run.run_id} resumed: it continues on this server."
+    )
     join_handed_off()
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
     assert statuses(run) == {"refund": "denied", "send_email": "approved"}

@@ -105,7 +105,7 @@ def test_it_happened_asks_for_confirmation_then_records_the_result_without_runni
 
     assert messages_of(done) == [
         f"Recorded the result of slow (s1) on run {run.run_id}: it happened.",
-        f"Run {run.run_id} resumed in the background.",
+        f"Run {run.run_id} resumed: it continues on this server.",
     ]
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED

@@ -240,7 +240,7 @@ def test_confirming_records_who_when_and_why_and_resumes_the_run(
     assert messages_of(response) == [
         f"Approved 2 calls: refund (r1) on run {run.run_id}, "
         f"send_email (e1) on run {run.run_id}.",
-        f"Run {run.run_id} resumed in the background.",
+        f"Run {run.run_id} resumed: it continues on this server.",
     ]
     for row in Approval.objects.filter(run=run):
         assert (row.status, row.decided_by, row.reason) == (
@@ -270,7 +270,10 @@ def test_denying_records_the_reason_and_the_run_completes_without_the_calls(
         reason="Duplicate request.",
     )
 
-    assert messages_of(response)[-1] == f"Run {run.run_id} resumed in the background."
+    assert (
+        messages_of(response)[-1]
+        == f"Run {run.run_id} resumed: it continues on this server."
+    )
     assert set(Approval.objects.filter(run=run).values_list("status", "reason")) == {
         ("denied", "Duplicate request.")
     }

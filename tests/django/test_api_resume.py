@@ -75,7 +75,7 @@ def test_an_accepted_resume_answers_202_with_the_runs_status_url(
     url = f"http://testserver{API}/runs/{run.run_id}/"
     assert response.json() == {
         "runId": run.run_id,
-        "detail": "Resume queued; the leg runs in the background.",
+        "detail": "Resumed: it continues on this server.",
         "resumeQueued": True,
         "statusUrl": url,
     }

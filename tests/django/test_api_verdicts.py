@@ -285,13 +285,22 @@ def test_a_token_from_another_run_of_the_same_agent_is_refused(
     assert statuses(other)["e1"] == "pending"
 
 
-def test_an_expired_approval_is_refused(ann: User, run: Run) -> None:
+def test_a_verdict_on_an_expired_approval_records_it_expired_as_every_surface_does(
+    ann: User, run: Run
+) -> None:
+    """One policy for every surface (the admin, links, the socket, the command): a
+    verdict that comes too late records the approval ``expired``, by the system, and
+    its call never runs; the answer says so."""
     age = timedelta(seconds=float(deuz_settings.APPROVAL_MAX_AGE) + 60)
     run.approvals.update(created_at=timezone.now() - age)
     response = post(ann, run, [approve(run, "e1")])
-    assert response.status_code == 400
-    assert only_error(response)["message"] == "the approval has expired"
-    assert statuses(run)["e1"] == "pending"
+    assert response.status_code in (200, 202), response.content
+    assert (
+        "e1 had expired: it was recorded as expired and will not run"
+        in (response.json()["detail"])
+    )
+    assert statuses(run)["e1"] == "expired"
+    assert Approval.objects.get(run=run, approval_id="e1").decided_by is None
 
 
 def test_a_denial_needs_no_token(ann: User, run: Run) -> None:

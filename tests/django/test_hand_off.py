@@ -122,7 +122,7 @@ def test_the_admin_says_the_run_resumed_in_the_background(
 
     assert messages_of(page) == [
         f"Approved hold (h1) on run {run.run_id}.",
-        f"Run {run.run_id} resumed in the background.",
+        f"Run {run.run_id} resumed: it continues on this server.",
     ]
     inside_tool.released.set()
     continuation.join_handed_off()

@@ -321,6 +321,26 @@ def test_a_sub_agents_approval_is_decided_on_the_root_run(
     assert tool_results(run)["p1"] == ("Research sent.", False)
 
 
+def test_each_run_event_is_one_info_line_with_the_run_id_and_no_traceback(
+    make_user: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sub-agent's approval suspends the run: a normal event, one line each — started,
+    suspended, resumed, completed — and no traceback anywhere, nothing said twice."""
+    ann = make_user("ann")
+    with caplog.at_level(logging.DEBUG):
+        run = suspended("nested", owner=ann)
+        services.decide_approval(approval(run, "send_email"), user=ann, approved=True)
+        services.resume_run(run.run_id, user=ann)
+    ours = [r for r in caplog.records if r.name.startswith("deuz_django")]
+    assert [r.getMessage() for r in ours if r.levelno >= logging.INFO] == [
+        f"deuz: run {run.run_id} started (leg 1)",
+        f"deuz: run {run.run_id} suspended: waits for 1 decision(s)",
+        f"deuz: run {run.run_id} resumed (leg 2)",
+        f"deuz: run {run.run_id} completed",
+    ]
+    assert [r for r in caplog.records if r.exc_info] == []
+
+
 def test_a_failed_leg_records_its_error_and_recovery_leaves_the_run_alone() -> None:
     agents = {
         **settings.DEUZ["AGENTS"],

@@ -14,7 +14,7 @@ from django.tasks import TaskResultStatus
 from django.test import override_settings
 
 from deuz_django import services
-from deuz_django.exceptions import RunBusy, RunNotResumable
+from deuz_django.exceptions import RunBusy, RunNotResumable, RunQueued
 from deuz_django.runs.continuing import join_handed_off
 from deuz_django.runs.tasks import enqueue_claimed_leg
 from deuz_django.storage import leases
@@ -172,3 +172,45 @@ def test_the_0_1_continue_run_still_works_and_names_the_verb_that_replaces_it(
     join_handed_off()
     run.refresh_from_db()
     assert run.status == "completed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_queued_for_a_worker_that_never_came_is_said_to_be_queued_not_busy(
+    ann: Any,
+) -> None:
+    """With a worker backend and no worker running, nothing claims a leg runs the run:
+    the API, the admin and ``deuz resume`` say it is queued, and what happens then."""
+    from deuz_django.runs.recovery import who_continues
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    with override_settings(
+        TASKS={"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    ):
+        continued = services.enqueue_run(run.run_id)
+        where = who_continues(continued)
+    assert where.startswith("it is queued for a worker (DatabaseBackend); if no worker")
+    run.refresh_from_db()
+    assert run.lease_owner.startswith(leases.QUEUED)
+    with pytest.raises(RunQueued, match="queued for a worker that has not started it"):
+        leases.acquire(run.run_id)
+    resumed = run_manage("deuz", "resume", run.run_id)
+    assert resumed.returncode == 1
+    assert "is queued for a worker that has not started it yet" in resumed.stderr
+    assert "busy" not in resumed.stderr
+
+
+def test_a_worker_takes_a_queued_claim_over_under_its_own_name(ann: Any) -> None:
+    from deuz_django.runs.continuing import claim
+
+    run = suspended(owner=ann)
+    decide_all(run, ann)
+    queued = leases.queue(claim(run.run_id))
+    mine = leases.take_over(queued)
+    assert mine is not None
+    assert not mine.owner.startswith(leases.QUEUED)
+    assert mine.generation == queued.generation
+    assert leases.take_over(queued) is None  # one worker takes it
+    run.refresh_from_db()
+    assert run.lease_owner == mine.owner
+    leases.release(mine)

@@ -252,7 +252,7 @@ def test_staff_approves_in_the_queue_and_on_the_run_page_and_the_run_completes(
     page.get_by_role("button", name="Approve 1 call").click()
 
     expect(page.locator(".messagelist")).to_contain_text(
-        f"Run {run_id} resumed in the background."
+        f"Run {run_id} resumed: it continues on this server."
     )
     # The leg runs on the server after the response: the page shows its end on reload.
     assert run_status_once_settled(site, run_id) == "completed"

@@ -118,7 +118,7 @@ def test_staff_approve_a_refund_from_the_link_in_their_mail(
         ).to_be_visible()
         expect(page.get_by_text("by staff")).to_be_visible()
         expect(page.get_by_role("status")).to_contain_text(
-            f"Run {run_id} resumed in the background"
+            f"Run {run_id} resumed: it continues on this server"
         )
         assert urlsplit(page.url).path == urlsplit(links["Approve"]).path
 
