@@ -253,8 +253,8 @@ def check_legs_run_by_workers(app_configs: Any = None, **kwargs: Any) -> list[Wa
             "in the web server's processes, beside its requests, instead of in a task "
             "worker.",
             hint="Use a worker backend in production, e.g. "
-            "django_tasks_db.DatabaseBackend with 'manage.py db_worker' (the README's "
-            "'Task workers: which backend when').",
+            "django_tasks_db.DatabaseBackend with 'manage.py db_worker' (the docs' "
+            "production.md, 'Task workers: which backend when').",
             id="deuz_django.W007",
         )
     ]
@@ -303,7 +303,7 @@ def check_notifiers(app_configs: Any = None, **kwargs: Any) -> list[Error]:
 
 
 NOTIFIERS_HINT = (
-    "See the README's 'Notifications': each entry is a dict with a BACKEND and its "
+    "See the docs' notifications.md: each entry is a dict with a BACKEND and its "
     "options in capitals."
 )
 HINTS = {"deuz_django.E022": GENERATE_WEBHOOK_SECRET}

@@ -108,3 +108,55 @@ def test_live_sits_below_the_legs_and_the_run_service() -> None:
         "deuz_django.services",
         "deuz_django.runs.continuing",
     }
+
+
+# The layers of docs/architecture.md, lowest first: a module imports only from its own
+# layer or below. A module is in the layer of the longest prefix that names it; the
+# package itself and a top-level module no layer names are in the front door's.
+LAYERS = tuple(
+    layer.split()
+    for layer in (
+        "core",
+        "conf exceptions signals _moved",
+        "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
+        "storage",
+        "approvals rules notifications streaming.live runs.stopping runs.transcript "
+        "runs.threads runs.draining",
+        "runs.claims runs.legs runs.tasks",
+        "services runs.continuing runs.recovery deadlines.sweep streaming.following "
+        "checks apps",
+        "api admin dashboard management streaming approvals.link_views urls routing asgi",
+    )
+)
+FRONT_DOOR = 1
+
+
+def layer(module: str) -> int:
+    name = module.removeprefix("deuz_django").removeprefix(".")
+    matches = [
+        (len(prefix), index)
+        for index, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if name == prefix or name.startswith(f"{prefix}.")
+    ]
+    return max(matches)[1] if matches else FRONT_DOOR
+
+
+def test_every_module_imports_only_its_layer_or_below() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph().items()
+        for target in targets
+        if layer(target) > layer(module)
+    )
+    assert upward == []
+
+
+def test_the_layers_read_as_documented() -> None:
+    assert layer("deuz_django.core._loop.engine") == 0
+    assert layer("deuz_django") == 1
+    assert layer("deuz_django.deadlines") == 2
+    assert layer("deuz_django.deadlines.sweep") == 6
+    assert layer("deuz_django.approvals.verdicts") == 4
+    assert layer("deuz_django.approvals.link_views") == 7
+    assert layer("deuz_django.streaming.consumers") == 7

@@ -4,7 +4,7 @@ Which process runs a queued leg is the ``TASKS`` setting's business, never this 
 
 - production: a worker backend — django-tasks-db (``manage.py db_worker``),
   django-tasks-rq (``manage.py rqworker``) or django-tasks-celery (``celery worker``);
-  the README's "Task workers" says how to set each up and which to choose;
+  docs/production.md, "Task workers", says how to set each up and which to choose;
 - development and tests: ``django.tasks.backends.immediate.ImmediateBackend``, which runs
   a task inside the call that queues it. No request may wait for a leg, so a
   continuation does not queue one there (:func:`runs_in_caller`) but hands it to this

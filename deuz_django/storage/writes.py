@@ -24,7 +24,7 @@ On PostgreSQL both statements are bound on the server and prepared on their firs
 when the connection allows prepared statements: parsing and planning the CTE is about a
 quarter of the save's time. Django turns prepared statements off by default
 (``OPTIONS["prepare_threshold"]`` is ``None``) so that a transaction-pooling PgBouncer
-keeps working; a deployment without one sets it to an integer (README, "Production").
+keeps working; a deployment without one sets it to an integer (docs/production.md).
 The ORM's own statements bind their parameters on the client and are never prepared.
 """
 

@@ -1,4 +1,5 @@
-"""The README's quick start works as written: ``examples/quickstart.py`` runs offline."""
+"""The runtime's quick start (docs/runtime.md) works as written: ``examples/quickstart.py``
+runs offline."""
 
 from __future__ import annotations
 

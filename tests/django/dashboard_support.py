@@ -2,7 +2,7 @@
 
 ``run`` and ``approval`` create one row each, ``created``/``decided`` moments set after the
 insert (``auto_now_add`` would overwrite them). ``seed_demo`` fills a site with a month of
-plausible activity for the browser test and the README's screenshot.
+plausible activity for the browser test and the dashboard's screenshot (docs/dashboard.md).
 """
 
 from __future__ import annotations

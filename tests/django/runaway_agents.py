@@ -13,7 +13,7 @@ EMAIL = {"to": "ann@example.com"}
 
 
 def per_leg() -> AgentSpec:
-    """The README's offline model built inside the agent factory, so every leg starts
+    """The offline model of docs/runtime.md built inside the agent factory, so every leg starts
     its script again: each new leg's model re-issues call ``toolu_1`` (the issue's
     reproduction — a real model re-using a call id does the same)."""
     return AgentSpec(

@@ -260,7 +260,7 @@ def test_a_nesting_bomb_body_is_a_400(make_user: Any) -> None:
 @pytest.mark.django_db
 def test_the_owner_may_deny_their_own_staff_only_call_both_ways(make_user: Any) -> None:
     """Denying through ``verdicts/`` and through ``resume {"denyRemaining": true}`` agree
-    (README: Who may do what): the owner may refuse any call on their own run."""
+    (docs/permissions.md: Who may do what): the owner may refuse any call on their own run."""
     ann = make_user("ann")
     run = started(ann)
     verdict = client(ann).post(

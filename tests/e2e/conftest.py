@@ -9,7 +9,7 @@ production — so the server runs exactly ``daphne example_project.asgi:applicat
 
 Chromium is Debian's (``/usr/bin/chromium``); ``playwright install`` is never needed.
 
-Screenshots go to ``docs/`` (the README's images) only with ``DEUZ_UPDATE_SCREENSHOTS=1``;
+Screenshots go to ``docs/`` (the documentation's images) only with ``DEUZ_UPDATE_SCREENSHOTS=1``;
 otherwise into the test's tmp dir, so a test run leaves the working tree as it was.
 """
 
@@ -66,7 +66,7 @@ DEMO_ENV = {"DEUZ_DEMO_STREAM_DELAY": "0.01", "DEUZ_LEASE_SECONDS": "2"}
 
 
 def screenshot_path(tmp_path: Path, name: str) -> Path:
-    """Where a screenshot goes: ``docs/`` when regenerating the README's images."""
+    """Where a screenshot goes: ``docs/`` when regenerating the documentation's images."""
     return (
         DOCS if os.environ.get("DEUZ_UPDATE_SCREENSHOTS") == "1" else tmp_path
     ) / name

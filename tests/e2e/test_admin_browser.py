@@ -1,6 +1,6 @@
 """The admin in a real browser: the approval queue fits a laptop and a phone screen, and a
 staff member approves a suspended run's calls there and on the run page until the run
-completes. The queue's and the run page's screenshots are the ones the README shows."""
+completes. The queue's and the run page's screenshots are the ones the documentation shows."""
 
 from __future__ import annotations
 

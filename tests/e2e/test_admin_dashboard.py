@@ -1,5 +1,5 @@
 """The admin dashboard in a real browser: a month of seeded activity renders as SVG charts
-whose bars carry their numbers, the filters narrow them, and the README's screenshot is
+whose bars carry their numbers, the filters narrow them, and the documentation's screenshot is
 taken here."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The chat page in a real browser: the customer's approval cards, a refund only staff may
 approve (decided in the admin while the customer watches, once with an edited amount), a
 denial, and the researcher sub-agent's gated call. The approval-card screenshots are the
-ones the README shows."""
+ones the documentation shows."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (the built-in ``ask_human``) on a question card with a button per choice, the customer
 answers in the chat, and the run continues with the answer — the refund, small enough
 for staff's standing rule, goes through as store credit. The card's screenshot is the
-one the README shows."""
+one the documentation shows."""
 
 from __future__ import annotations
 

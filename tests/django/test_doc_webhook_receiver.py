@@ -1,6 +1,6 @@
-"""The README's webhook receiver works as written against real signed requests: it takes
-a delivery once, drops its retry, and refuses a forged or a replayed one, and one sent
-again under a new id."""
+"""The webhook receiver of docs/notifications.md works as written against real signed
+requests: it takes a delivery once, drops its retry, and refuses a forged or a replayed
+one, and one sent again under a new id."""
 
 from __future__ import annotations
 
@@ -25,19 +25,19 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def receiver_view() -> tuple[Any, list[str]]:
-    """The README's receiver, its ``post_to_chat`` recording what it is given."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**A receiver that checks signatures.**") :]
+    """The documented receiver, its ``post_to_chat`` recording what it is given."""
+    page = (ROOT / "docs" / "notifications.md").read_text()
+    section = page[page.index("**A receiver that checks signatures.**") :]
     found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert found is not None
     posted: list[str] = []
     namespace: dict[str, Any] = {"post_to_chat": posted.append}
-    exec(compile(found.group(1), "README.md", "exec"), namespace)
+    exec(compile(found.group(1), "docs/notifications.md", "exec"), namespace)
     cache.clear()
     return namespace["deuz_webhook"], posted
 
 
-def test_the_readme_receiver_takes_a_delivery_once_and_refuses_forgeries(
+def test_the_documented_receiver_takes_a_delivery_once_and_refuses_forgeries(
     receiver_view: tuple[Any, list[str]],
 ) -> None:
     view, posted = receiver_view
