@@ -33,7 +33,7 @@ from .approvals.verdicts import (
     record_verdict,
     state_refusal,
 )
-from .core import AbortController, Message
+from .core import Message
 from .core.durable import AgentCheckpoint
 from .core.exceptions import DeuzError
 from .core.messages import coerce_messages
@@ -58,8 +58,9 @@ from .runs.continuing import (
     arun_here,
     continue_run,  # noqa: F401  (0.1's name, deprecated)
     enqueue_run,
+    run_here_to_end,
 )
-from .runs.legs import ABORTED, LegOutcome, PartObserver
+from .runs.legs import ABORTED, LegOutcome
 from .runs.recovery import recoverable_runs, who_continues
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic
@@ -329,30 +330,9 @@ def record_operator_verdict(
 # -- continuing -----------------------------------------------------------------------------
 
 
-async def aresume_run(
-    run_id: str,
-    *,
-    user: Any = None,
-    deny_remaining: bool = False,
-    observer: PartObserver | None = None,
-    controller: AbortController | None = None,
-) -> LegOutcome:
-    """Continue ``run_id`` here and wait for the leg's outcome (for callers that want
-    the result: the command, scripts, tests).
-
-    ``user`` is who asks (``None`` for system callers); a run they may not see is
-    :class:`RunNotFound`, one they see but may not resume :class:`NotPermitted`.
-    """
-    return await arun_here(
-        run_id,
-        user=user,
-        deny_remaining=deny_remaining,
-        observer=observer,
-        controller=controller,
-    )
-
-
-resume_run = async_to_sync(aresume_run)
+# Run the next leg here and wait for its outcome (the command, scripts, tests).
+aresume_run = arun_here
+resume_run = run_here_to_end
 
 
 # -- stopping -------------------------------------------------------------------------------

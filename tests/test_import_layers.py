@@ -125,7 +125,8 @@ LAYERS = tuple(
         "runs.claims runs.legs runs.tasks",
         "services runs.continuing runs.recovery deadlines.sweep streaming.following "
         "checks apps",
-        "api admin dashboard management streaming approvals.link_views urls routing asgi",
+        "api admin dashboard management streaming approvals.link_views "
+        "approvals.page_verdicts urls routing asgi",
     )
 )
 FRONT_DOOR = 1

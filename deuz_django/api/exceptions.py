@@ -175,12 +175,19 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response
-    detail = exc.detail
+    response.data = error_body(exc)
+    return response
+
+
+def error_body(exc: exceptions.APIException) -> dict[str, Any]:
+    """The one error shape of every answer the API gives: ``detail``, ``code`` and, when
+    it names fields, ``errors`` (the SSE stream's refusals too)."""
     codes = exc.get_codes()
-    response.data = {
-        "detail": str(detail),
+    body: dict[str, Any] = {
+        "detail": str(exc.detail),
         "code": codes if isinstance(codes, str) else exc.default_code,
     }
-    if getattr(exc, "errors", None):
-        response.data["errors"] = exc.errors
-    return response
+    errors = getattr(exc, "errors", None)
+    if errors:
+        body["errors"] = errors
+    return body

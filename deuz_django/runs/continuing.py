@@ -143,7 +143,11 @@ async def arun_here(
     controller: AbortController | None = None,
 ) -> LegOutcome:
     """Claim ``run_id``, run its next leg here and return how it ended (the command,
-    scripts, tests)."""
+    scripts, tests).
+
+    ``user`` is who asks (``None`` for system callers); a run they may not see is
+    :class:`RunNotFound`, one they see but may not resume :class:`NotPermitted`.
+    """
     continuation = await astart_here(
         run_id,
         user=user,

@@ -99,7 +99,7 @@ class Feed:
         if feed is None or not feed.waiters:
             return
         waiters, feed.waiters = feed.waiters, []
-        running = asyncio._get_running_loop()
+        running = _running_loop()
         for changed in waiters:
             loop = changed.get_loop()
             if loop is running:
@@ -310,3 +310,11 @@ async def cancel(run_id: str) -> None:
     layer = get_channel_layer()
     if layer is not None:
         await layer.group_send(control_group(run_id), {"type": "run.cancel"})
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop of this thread, if one runs (a sync caller has none)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -15,10 +15,17 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import (
+    APIException,
+    AuthenticationFailed,
+    MethodNotAllowed,
+    NotAuthenticated,
+    NotFound,
+)
 from rest_framework.request import Request
-from rest_framework.settings import api_settings
 
+from ..api.authentication import authentication_classes
+from ..api.exceptions import InvalidRequest, error_body
 from ..core import sse
 from ..core.exceptions import InvalidInputError
 from ..exceptions import RunNotFound
@@ -34,10 +41,10 @@ POLL_SECONDS = 0.15
 
 
 def _authenticate(request: HttpRequest) -> Any:
-    """The user the API's authentication classes find (anonymous if none does)."""
+    """The user the API's own authentication classes find (anonymous if none does):
+    the stream is part of the API, not of the project's DRF defaults."""
     drf_request = Request(
-        request,
-        authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES],
+        request, authenticators=[auth() for auth in authentication_classes()]
     )
     try:
         return drf_request.user
@@ -45,25 +52,21 @@ def _authenticate(request: HttpRequest) -> Any:
         return None
 
 
+def _refused(error: APIException) -> JsonResponse:
+    """A refusal in the API's one error shape and status."""
+    return JsonResponse(error_body(error), status=error.status_code)
+
+
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
     if request.method != "GET":
-        return JsonResponse(
-            {"detail": "Method not allowed; use GET.", "code": "method_not_allowed"},
-            status=405,
-        )
+        return _refused(MethodNotAllowed(request.method or ""))
     user = await sync_to_async(_authenticate)(request)
     if not is_signed_in(user):
-        return JsonResponse(
-            {
-                "detail": "Authentication credentials were not provided.",
-                "code": "not_authenticated",
-            },
-            status=401,
-        )
+        return _refused(NotAuthenticated())
     try:
         await Run.objects.avisible(user, run_id)
     except RunNotFound:
-        return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+        return _refused(NotFound())
     source = "Last-Event-ID" if "Last-Event-ID" in request.headers else "lastEventId"
     try:
         cursor = sse.parse_cursor(
@@ -71,13 +74,10 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
         )
     except InvalidInputError as error:
         message = error.problem.message
-        return JsonResponse(
-            {
-                "detail": f"{source}: {message}.",
-                "code": "invalid",
-                "errors": [{"field": source, "message": message}],
-            },
-            status=400,
+        return _refused(
+            InvalidRequest(
+                f"{source}: {message}.", errors=[{"field": source, "message": message}]
+            )
         )
     version = sse.negotiate(request.headers.get("x-deuz-stream"))
     return StreamingHttpResponse(
