@@ -225,3 +225,15 @@ USE_TZ = True
 STATIC_URL = "static/"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+
+# Each log line once, under daphne too: daphne gives the root logger a handler, and
+# Django's own "django" logger (the task state lines) would reach it besides its console.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        name: {"handlers": ["console"], "level": "INFO", "propagate": False}
+        for name in ("django", "deuz_django")
+    },
+}

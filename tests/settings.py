@@ -18,6 +18,8 @@ from example_project.settings import DATABASES, DEUZ, INSTALLED_APPS
 from tests.django.databases import per_process_test_database
 
 per_process_test_database(DATABASES["default"])
+# The logs reach the root logger, where pytest's caplog reads them.
+LOGGING = {"version": 1, "disable_existing_loggers": False}
 if "django_tasks_db" not in INSTALLED_APPS:
     INSTALLED_APPS = [*INSTALLED_APPS, "django_tasks_db"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from deuz_django.models import Run
 from deuz_django.registry import AgentSpec
 from deuz_django.runs.continuing import claim
 from deuz_django.runs.tasks import run_claimed_leg_task
+from deuz_django.signals import approval_requested
 from deuz_django.storage import leases
 
 from .run_support import PROMPT, age, approval, history, suspended, tool_results
@@ -339,6 +341,26 @@ def test_each_run_event_is_one_info_line_with_the_run_id_and_no_traceback(
         f"deuz: run {run.run_id} completed",
     ]
     assert [r for r in caplog.records if r.exc_info] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sub_agents_suspension_is_no_exception_to_what_it_sets_off(
+    make_user: Callable[..., Any],
+) -> None:
+    """Saving a sub-agent's suspension sends the signals (notifications queue tasks on
+    them) outside any exception handler: Django's task log would print the suspension
+    as a traceback if it read one from ``sys.exc_info()``."""
+    seen: list[Any] = []
+
+    def receiver(**kwargs: Any) -> None:
+        seen.append(sys.exc_info()[0])
+
+    approval_requested.connect(receiver)
+    try:
+        suspended("nested", owner=make_user("ann"))
+    finally:
+        approval_requested.disconnect(receiver)
+    assert seen == [None]
 
 
 def test_a_failed_leg_records_its_error_and_recovery_leaves_the_run_alone() -> None:

@@ -105,13 +105,19 @@ class LegBoundaries:
         repeat and could not tell what became of them — never re-run silently, each
         becomes a pending approval a person settles ("it happened", "run it again",
         "mark it failed"), asked about as the model made it, which its token pins."""
+        suspended: SubAgentSuspension | None = None
         try:
             async for part in self._execute(
                 executed, denials, results, resumed, recorder
             ):
                 yield part
         except SubAgentSuspension as suspension:
-            async for part in self._suspend(suspension.requests):
+            suspended = suspension
+        if suspended is not None:
+            # Outside the ``except``: a sub-agent's suspension is a normal end, and
+            # what saving it sets off (signals, notifications, their tasks' logs)
+            # must not see it as an exception being handled.
+            async for part in self._suspend(suspended.requests):
                 yield part
             return
         answered = {r.tool_call_id for r in results}
