@@ -10,8 +10,9 @@ approvals of a run are there, and which may the signed-in user decide?
        "deadline": null, "secondsLeft": null, "escalateTo": null, "escalatedTo": null,
        "automatic": null}]}
 
-The chat offers Approve / Deny (and "Approve and allow for this chat", and — for an
-``editable`` tool — "Edit, then approve") only where ``mayDecide`` is true; elsewhere (a
+The chat offers Approve / Deny (and "Approve and allow for this chat", and "Edit, then
+approve" where ``editable``: the tool is, and the user holds the edit permission) only
+where ``mayDecide`` is true; elsewhere (a
 call only an approver with a permission may decide) it says the call waits for staff. An
 approval of ``kind`` ``outcome_unknown`` is answered with "it happened", "run it again"
 or "mark it failed"; one of ``kind`` ``question`` with the form its question asks for.
@@ -32,10 +33,9 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from ..core import DeuzError
 from ..deadlines import escalation_label
 from ..models import Approval, Grant, GrantScope, Run
-from ..permissions import approval_tool, decide_refusal, is_signed_in
+from ..permissions import decide_refusal, edit_refusal, is_editable, is_signed_in
 
 
 @require_GET
@@ -63,9 +63,7 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
                 "status": approval.status,
                 "mayDecide": refusal is None,
                 "refusal": refusal,
-                "editable": refusal is None
-                and approval.is_pending
-                and _editable(approval),
+                "editable": refusal is None and _editable(request.user, approval),
                 **_deadline(approval, now),
                 "automatic": _automatic(approval),
             }
@@ -73,12 +71,13 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     return JsonResponse({"runId": run.run_id, "approvals": approvals})
 
 
-def _editable(approval: Approval) -> bool:
-    try:
-        tool = approval_tool(approval)
-    except DeuzError:  # the agent cannot be built now: offer no edit
-        return False
-    return tool is not None and tool.editable
+def _editable(user: Any, approval: Approval) -> bool:
+    """Whether ``user`` may approve the pending call with an input of their own."""
+    return (
+        approval.is_pending
+        and is_editable(approval)
+        and edit_refusal(user, approval) is None
+    )
 
 
 def _automatic(approval: Approval) -> dict[str, str] | None:

@@ -294,7 +294,9 @@ class ApprovalCard {
         editor.focus();
         return;
       }
-      this.send({ approved: true, reason: "", editedInput }, "Approving with your changes…");
+      if (this.send({ approved: true, reason: "", editedInput }, "Approving with your changes…")) {
+        this.sentEdit = true;
+      }
     };
     this.show(
       error,
@@ -407,7 +409,8 @@ class ApprovalCard {
     const text = {
       approved: this.allowed
         ? `Approved — later ${this.part.toolName} calls in this conversation are approved automatically.`
-        : "Approved — the assistant continues.",
+        : this.sentEdit ? "Approved with your changes — the assistant continues."
+          : "Approved — the assistant continues.",
       denied: "Denied.",
       expired: EXPIRED_TEXT,
     };
