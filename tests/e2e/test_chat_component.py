@@ -22,7 +22,9 @@ from tests.live_site import Daphne, LiveSite
 
 from .conftest import (
     PHONE,
+    answer,
     approval_card,
+    ask,
     new_context,
     offline,
     overflowing,
@@ -76,19 +78,6 @@ def open_chat(context: BrowserContext, agent: str, *prompts: str) -> Page:
     page.goto(f"/test/chat/?agent={agent}&{query}")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()  # connected
     return page
-
-
-def ask(page: Page, question: str) -> str:
-    page.get_by_label("Your question").fill(question)
-    page.get_by_role("button", name="Send").click()
-    expect(page.get_by_role("heading", name=question)).to_be_visible()
-    match = re.search(r"[?&]run=(\w+)", page.url)
-    assert match is not None, page.url
-    return match.group(1)
-
-
-def answer(page: Page) -> Any:
-    return page.get_by_role("article", name="Assistant")
 
 
 def test_an_approval_on_a_page_of_its_own_themed_and_offline(
