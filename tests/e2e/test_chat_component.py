@@ -222,10 +222,16 @@ def test_on_a_phone_the_card_fits_and_the_list_is_behind_a_toggle(
         expect(conversations).to_be_hidden()
         toggle.click()
         expect(toggle).to_have_attribute("aria-expanded", "true")
+        new = conversations.get_by_role("button", name="New conversation")
+        expect(new).to_be_focused()
         expect(
             conversations.get_by_role("link", name=re.compile("Email me on my phone"))
         ).to_have_attribute("aria-current", "page")
-        conversations.get_by_role("button", name="New conversation").click()
+        page.keyboard.press("Escape")  # closes the list, back to its toggle
+        expect(conversations).to_be_hidden()
+        expect(toggle).to_be_focused()
+        toggle.click()
+        new.click()
         expect(conversations).to_be_hidden()
         expect(page.get_by_label("Your question")).to_be_focused()
     finally:

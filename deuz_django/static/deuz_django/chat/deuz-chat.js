@@ -958,6 +958,14 @@ class DeuzChat extends HTMLElement {
       ui.navToggle.addEventListener("click", () => {
         const opened = ui.layout.classList.toggle("nav-open");
         ui.navToggle.setAttribute("aria-expanded", String(opened));
+        if (opened) ui.newConversation.focus();
+      });
+      // Escape closes the list a narrow screen opened over the chat.
+      ui.nav.addEventListener("keydown", (event) => {
+        if (event.key !== "Escape" || !ui.layout.classList.contains("nav-open")) return;
+        ui.layout.classList.remove("nav-open");
+        ui.navToggle.setAttribute("aria-expanded", "false");
+        ui.navToggle.focus();
       });
     }
   }
