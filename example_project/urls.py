@@ -8,10 +8,10 @@ urlpatterns = [
     path("", views.chat, name="chat"),
     path("login/", views.DemoLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
-    path("demo/approvals/<str:run_id>/", views.run_approvals, name="demo-approvals"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/deuz/", include("deuz_django.api.urls")),
-    # The pages links in notification mails open (Approve / Deny / Open a call).
+    # The pages links in notification mails open (Approve / Deny / Open a call), and
+    # the approvals JSON the chat asks.
     path("deuz/", include("deuz_django.urls")),
 ]

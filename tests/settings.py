@@ -42,6 +42,7 @@ DEUZ = {
         "support": "tests.django.dashboard_agents.support",
         "research": "tests.django.dashboard_agents.research",
         "verbose": "tests.e2e.agents.verbose",
+        "editor": "tests.e2e.agents.editor",
         "timed": "tests.django.deadline_agents.timed",
         "timed_nested": "tests.django.deadline_agents.timed_nested",
         "twice": "tests.django.rule_agents.twice",
@@ -71,6 +72,8 @@ DEUZ = {
     # Notifications only where a test turns them on (for its subprocesses: as JSON).
     "NOTIFIERS": json.loads(os.environ.get("DEUZ_TEST_NOTIFIERS", "[]")),
 }
+# The example project's URLs and a page that is only the chat component (tests/urls.py).
+ROOT_URLCONF = "tests.urls"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # A subprocess started with DEUZ_TEST_SPAN_FILE exports its spans there (tests/spans.py).

@@ -277,4 +277,4 @@ def approval_card(page: Page, tool_name: str) -> Locator:
 
 
 def run_status(page: Page) -> Locator:
-    return page.locator("#run-status")
+    return page.locator("deuz-chat .run-status")

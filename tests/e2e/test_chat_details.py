@@ -30,13 +30,13 @@ QUESTION = "Email me the details of order A-1002"
 WATCH = """
 window.seen = [];
 new MutationObserver(() => {
-  const heading = document.getElementById("chat-heading");
+  const heading = document.getElementById("deuz-chat-heading");
   if (!heading) return;
   const shown = (id) => Boolean(document.getElementById(id)?.checkVisibility());
   window.seen.push({
     heading: heading.textContent.trim(),
-    welcome: shown("welcome"),
-    noConversations: shown("no-conversations"),
+    welcome: shown("deuz-chat-welcome"),
+    noConversations: shown("deuz-chat-no-conversations"),
   });
 }).observe(document, { subtree: true, childList: true, characterData: true,
                        attributes: true });

@@ -95,7 +95,7 @@ def test_staff_stop_a_streaming_run_and_the_chat_says_who_and_why(
 
         expect(run_status(chat)).to_have_text(STOPPED)
         # The leg is over: the executing call finished, and nothing came after it.
-        expect(chat.locator("#transcript")).to_have_attribute("aria-busy", "false")
+        expect(chat.get_by_role("log")).to_have_attribute("aria-busy", "false")
         expect(researcher.get_by_text(RESEARCHER_SAID, exact=True)).to_be_visible()
         expect(answer(chat)).not_to_contain_text("That is what")
         expect(chat.locator(f'a[href="?run={run_id}"]')).to_contain_text("Stopped")

@@ -1,43 +1,29 @@
 /**
- * The demo's chat page: one WebSocket to /ws/deuz/, one durable run per conversation.
+ * <deuz-chat>: the chat of deuz-django as a custom element — no framework, no build step.
  *
- * The server journals every part of a run under a gapless `seq` before sending it
- * (deuz_django/consumers.py documents the frames). The page keeps the last seq it saw of
- * the run it shows; when the socket drops it reconnects with backoff and subscribes again
- * from that seq, so the server replays exactly the gap. A page load (or reload) renders
- * the run from the start (lastSeq -1). A `step-start` for a step already shown means a
- * crashed server had begun that step and the next one re-ran it (SPEC R11.13): the
- * partial output of the step is dropped and the re-run is rendered in its place.
+ *   <deuz-chat agent="assistant" socket="/ws/deuz/" runs-url="/api/deuz/runs/"
+ *              approvals-url="/deuz/runs/RUN_ID/approvals/" login-url="/login/"></deuz-chat>
+ *
+ * One WebSocket, one durable run per conversation. The server journals every part of a
+ * run under a gapless `seq` before sending it (deuz_django/streaming/consumers.py
+ * documents the frames). The element keeps the last seq it saw of the run it shows; when
+ * the socket drops it reconnects with backoff and subscribes again from that seq, so the
+ * server replays exactly the gap. A page load (or reload) renders the run from the start
+ * (lastSeq -1). A `step-start` for a step already shown means a crashed server had begun
+ * that step and the next one re-ran it (SPEC R11.13): the partial output of the step is
+ * dropped and the re-run is rendered in its place.
+ *
+ * The element renders into itself (no shadow root: the page's fonts apply, and labels
+ * and ARIA references work as in any form). Children with slot="welcome" replace the
+ * text a new conversation shows; any element with a data-prompt attribute in it is an
+ * example prompt: clicking it asks that question. docs/chat-component.md has the rest.
  */
 
-const main = document.getElementById("chat");
-const config = {
-  agent: main.dataset.agent,
-  runsUrl: main.dataset.runsUrl,
-  approvalsUrl: (runId) => main.dataset.approvalsUrl.replace("RUN_ID", encodeURIComponent(runId)),
-  wsUrl: new URL(main.dataset.wsPath, location.href).href.replace(/^http/, "ws"),
-  loginUrl: main.dataset.loginUrl,
-};
-const $ = (id) => document.getElementById(id);
-const ui = {
-  heading: $("chat-heading"),
-  transcript: $("transcript"),
-  welcome: $("welcome"),
-  runStatus: $("run-status"),
-  connection: $("connection"),
-  list: $("conversation-list"),
-  noConversations: $("no-conversations"),
-  composer: $("composer"),
-  message: $("message"),
-  sendButton: document.querySelector("#composer button[type=submit]"),
-  newConversation: $("new-conversation"),
-  navToggle: document.querySelector(".nav-toggle"),
-};
 const STATUS_LABELS = {
   running: "Running", suspended: "Waiting for approval", completed: "Done", stopped: "Stopped",
 };
 const VERDICT_LABELS = { approved: "Approved", denied: "Denied", expired: "Expired" };
-const EXPIRED_REASON = "Approval expired."; // deuz_django.verdicts.EXPIRED_REASON
+const EXPIRED_REASON = "Approval expired."; // deuz_django.approvals.verdicts.EXPIRED_REASON
 const EXPIRED_TEXT = "Expired — it was not decided in time, so the call does not run.";
 const TIMED_OUT = "Timed out"; // deuz_django.deadlines.TIMED_OUT starts a timed-out call's reason
 const DEADLINE_RECHECK_MS = 1500; // after a deadline passes, ask what it did (escalated?)
@@ -45,7 +31,7 @@ const APPROVAL_RETRIES = 20; // an approval row is stored with the leg's last ch
 const STOP_RETRIES = 10; // a stop takes effect as its leg ends, just after the leg's last part
 const IN_DOUBT = "outcome_unknown"; // deuz_django.models.ApprovalKind.OUTCOME_UNKNOWN
 const IN_DOUBT_TEXT = "This call started before a crash and left no outcome. Did it happen?";
-// A call a crash left in doubt is answered in one of three ways (deuz_django/verdicts.py).
+// A call a crash left in doubt is answered in one of three ways (deuz_django/approvals/verdicts.py).
 const ANSWERS = {
   happened: { button: "It happened — record this result", sending: "Recording the result…",
     title: "It happened", outcome: "Recorded — the assistant continues with this result." },
@@ -215,6 +201,7 @@ class ApprovalCard {
     if (info.status !== "pending") {
       this.record(info.status);
     } else if (info.mayDecide) {
+      this.editable = Boolean(info.editable);
       this.state = "offered";
       this.showButtons();
     } else {
@@ -281,9 +268,46 @@ class ApprovalCard {
       h("div", { class: "actions" },
         h("button", { type: "button", class: "primary", onclick: () => decide(true) }, "Approve"),
         h("button", { type: "button", onclick: () => decide(true, true) }, "Approve and allow for this chat"),
+        this.editable ? h("button", { type: "button", onclick: () => this.showEditor() }, "Edit, then approve") : "",
         h("button", { type: "button", onclick: () => decide(false) }, "Deny")),
       h("p", { class: "muted" }, `"Approve and allow" also approves later ${this.part.toolName} ` +
         "calls in this conversation, without asking."));
+  }
+
+  /** An editable tool's call: change its input (JSON), then approve it with the change. */
+  showEditor(problem = "") {
+    const id = this.el.getAttribute("aria-labelledby");
+    const editor = h("textarea", { id: `${id}-edit`, class: "result-input", rows: "6",
+      "aria-describedby": `${id}-edit-help` });
+    editor.value = JSON.stringify(this.part.input, null, 2);
+    const error = h("p", { class: "form-error", role: "alert" }, problem);
+    const approve = () => {
+      let editedInput;
+      try {
+        editedInput = JSON.parse(editor.value);
+      } catch {
+        editedInput = null;
+      }
+      if (!editedInput || typeof editedInput !== "object" || Array.isArray(editedInput)) {
+        error.textContent = "Input: enter the call's input as a JSON object.";
+        editor.setAttribute("aria-invalid", "true");
+        editor.focus();
+        return;
+      }
+      if (this.send({ approved: true, reason: "", editedInput }, "Approving with your changes…")) {
+        this.sentEdit = true;
+      }
+    };
+    this.show(
+      error,
+      h("label", { for: editor.id }, "Input (JSON)"),
+      editor,
+      h("p", { id: `${id}-edit-help`, class: "muted" },
+        "The call runs with this input instead of the one the assistant asked for."),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "primary", onclick: approve }, "Approve with these changes"),
+        h("button", { type: "button", onclick: () => this.showButtons() }, "Cancel")));
+    editor.focus();
   }
 
   /** A call in doubt: it happened (with the result the user saw), run it again, or failed. */
@@ -385,7 +409,8 @@ class ApprovalCard {
     const text = {
       approved: this.allowed
         ? `Approved — later ${this.part.toolName} calls in this conversation are approved automatically.`
-        : "Approved — the assistant continues.",
+        : this.sentEdit ? "Approved with your changes — the assistant continues."
+          : "Approved — the assistant continues.",
       denied: "Denied.",
       expired: EXPIRED_TEXT,
     };
@@ -397,9 +422,10 @@ class ApprovalCard {
   showAutomatic(status) {
     const verdict = status === "denied" ? "Denied" : "Approved";
     this.title(`${verdict} automatically`);
+    const { by, decider, reason } = this.automatic;
     this.show(
-      h("p", { class: "outcome", tabindex: "-1" }, `${verdict} automatically: ${this.automatic.reason}`),
-      h("p", { class: "muted automatic-by" }, `By ${this.automatic.decider}`));
+      h("p", { class: "outcome", tabindex: "-1" }, `${verdict} automatically: ${reason}`),
+      by === "grant" ? "" : h("p", { class: "muted automatic-by" }, `By ${decider}`));
   }
 
   refused(message) {
@@ -629,7 +655,8 @@ class Scope {
 // -- one conversation (one run) --------------------------------------------------------------
 
 class Conversation {
-  constructor(runId, question) {
+  constructor(chat, runId, question) {
+    this.chat = chat;
     this.runId = runId;
     this.question = question;
     this.lastSeq = -1;
@@ -660,7 +687,7 @@ class Conversation {
       this.stopChecks = 0; // a stop asked for meanwhile takes effect now
       for (const scope of this.scopes.values()) for (const tool of scope.tools.values()) tool.pause();
       this.checkApprovals();
-      refreshConversations();
+      this.chat.refreshConversations();
       return;
     }
     const part = frame.part;
@@ -727,7 +754,7 @@ class Conversation {
   /** The run's approvals as the server sees them now (none while it is away). */
   async fetchApprovals() {
     try {
-      const response = await fetch(config.approvalsUrl(this.runId), { headers: { Accept: "application/json" } });
+      const response = await fetch(this.chat.approvalsUrl(this.runId), { headers: { Accept: "application/json" } });
       if (response.ok) return (await response.json()).approvals;
     } catch {
       // the server is away (a restart): the caller asks again
@@ -737,7 +764,7 @@ class Conversation {
 
   /** A card's deadline passed: show what it did (escalated: a new deadline). */
   async recheckDeadline(card) {
-    if (!card.open || current !== this) return;
+    if (!card.open || this.chat.current !== this) return;
     const info = (await this.fetchApprovals()).find((a) => a.approvalId === card.part.approvalId);
     if (!info || !card.open) return;
     if (info.status === "pending") card.showDeadline(info);
@@ -751,11 +778,11 @@ class Conversation {
       const info = known.get(card.part.approvalId);
       if (!info) continue;
       card.offer(info);
-      if (card.state === "offered") focusCard(card);
+      if (card.state === "offered") this.chat.focusCard(card);
     }
-    updateRunStatus();
+    this.chat.updateRunStatus();
     // The row is written with the leg's last checkpoint, which may follow the part a little.
-    if (this.unchecked().length && this.checks++ < APPROVAL_RETRIES && current === this) {
+    if (this.unchecked().length && this.checks++ < APPROVAL_RETRIES && this.chat.current === this) {
       setTimeout(() => this.checkApprovals(), 500);
     }
   }
@@ -764,7 +791,7 @@ class Conversation {
   decide(card, verdict) {
     const frame = { type: "approval-response", runId: this.runId, approvalId: card.part.approvalId, ...verdict };
     if (verdict.approved) frame.token = card.part.token; // the signed token, echoed as it came
-    if (!send(frame)) return false;
+    if (!this.chat.send(frame)) return false;
     this.sent.push(card);
     return true;
   }
@@ -789,7 +816,7 @@ class Conversation {
     this.stop = run.stop;
     if (run.status === "stopped") this.status = "stopped";
     else if (run.stop && run.status !== "completed" && !this.legOpen && this.stopChecks++ < STOP_RETRIES) {
-      setTimeout(refreshConversations, 500);
+      setTimeout(() => this.chat.refreshConversations(), 500);
     }
   }
 
@@ -811,154 +838,346 @@ class Conversation {
   }
 }
 
-// -- the page --------------------------------------------------------------------------------
+// -- the element -------------------------------------------------------------------------------
 
-let current = null; // the Conversation shown
-let socket = null;
-let attempts = 0;
+let instances = 0;
 
-const connected = () => socket?.readyState === WebSocket.OPEN;
-
-/** Send a frame when connected; on reconnecting the page subscribes again by itself. */
-function sendQuietly(frame) {
-  if (connected()) socket.send(JSON.stringify(frame));
-}
-
-/** Send a frame the user asked for; offline, say so. */
-function send(frame) {
-  if (!connected()) {
-    setText(ui.runStatus, "Not connected — try again in a moment.");
-    return false;
+class DeuzChat extends HTMLElement {
+  connectedCallback() {
+    if (this.ui) return; // moved in the page: already running
+    instances += 1;
+    const prefix = this.id || `deuz-chat-${instances}`;
+    const socketPath = this.getAttribute("socket") || "/ws/deuz/";
+    this.config = {
+      agent: this.getAttribute("agent"),
+      runsUrl: this.getAttribute("runs-url"),
+      approvalsUrl: this.getAttribute("approvals-url"),
+      wsUrl: new URL(socketPath, location.href).href.replace(/^http/, "ws"),
+      loginUrl: this.getAttribute("login-url"),
+      runId: this.getAttribute("run"),
+      runTitle: this.getAttribute("run-title"),
+    };
+    this.current = null; // the Conversation shown
+    this.socket = null;
+    this.attempts = 0;
+    this.titles = new Map(); // runId → title, for opening a conversation from the URL
+    this.listing = null; // the conversation list's request in flight
+    this.relist = false; // asked again meanwhile: the answer in flight may be stale
+    this.render(prefix);
+    this.openFromUrl().then(() => this.connect());
+    this.onPopState = () => this.openFromUrl();
+    window.addEventListener("popstate", this.onPopState);
   }
-  socket.send(JSON.stringify(frame));
-  return true;
-}
 
-function connect() {
-  socket = new WebSocket(config.wsUrl);
-  socket.addEventListener("open", () => {
-    attempts = 0;
-    setText(ui.connection, "");
-    ui.sendButton.disabled = false;
-    // Continue where this page left off: the server replays everything after lastSeq.
-    if (current) sendQuietly({ type: "subscribe", runId: current.runId, lastSeq: current.lastSeq });
-    refreshConversations();
-  });
-  socket.addEventListener("message", (event) => onFrame(JSON.parse(event.data)));
-  socket.addEventListener("close", (event) => {
-    if (event.code === 4401) {
-      location.assign(`${config.loginUrl}?next=${encodeURIComponent(location.pathname + location.search)}`);
-      return;
+  disconnectedCallback() {
+    queueMicrotask(() => {
+      if (this.isConnected) return; // only moved
+      window.removeEventListener("popstate", this.onPopState);
+      this.closed = true;
+      this.socket?.close();
+    });
+  }
+
+  /** The element's markup; the page's slot="welcome" children go into the welcome. */
+  render(prefix) {
+    const id = (name) => `${prefix}-${name}`;
+    const given = [...this.querySelectorAll(':scope > [slot="welcome"]')];
+    const welcome = h("div", { class: "welcome", id: id("welcome") },
+      ...(given.length ? given : [h("p", {}, "Ask a question to start a conversation.")]));
+    // A conversation to show: no welcome meanwhile, nor a "new conversation" heading.
+    const runId = new URLSearchParams(location.search).get("run");
+    welcome.hidden = Boolean(runId);
+    const placeholder = this.getAttribute("placeholder") || "";
+    const ui = {
+      heading: h("h2", { id: id("heading"), class: "heading", tabindex: "-1" },
+        runId ? (runId === this.config.runId && this.config.runTitle) || "Conversation" : "New conversation"),
+      connection: h("p", { class: "connection", role: "status", "aria-live": "polite" }),
+      welcome,
+      transcript: h("div", { class: "transcript", id: id("transcript"), role: "log",
+        "aria-labelledby": id("heading") }, welcome),
+      runStatus: h("p", { class: "run-status", role: "status", "aria-live": "polite" }),
+      message: h("textarea", { id: id("message"), name: "message", rows: "2", required: true,
+        placeholder }),
+      sendButton: h("button", { type: "submit", class: "primary", disabled: true }, "Send"),
+      list: h("ul", { class: "conversation-list" }),
+      noConversations: h("p", { class: "muted no-conversations", id: id("no-conversations"),
+        hidden: true }, "No conversations yet."),
+      newConversation: h("button", { type: "button", class: "primary new-conversation" },
+        "New conversation"),
+    };
+    ui.composer = h("form", { class: "composer" },
+      h("label", { for: ui.message.id }, "Your question"),
+      h("div", { class: "composer-row" }, ui.message, ui.sendButton));
+    const listed = Boolean(this.config.runsUrl);
+    ui.nav = listed
+      ? h("nav", { id: id("conversations"), class: "conversations",
+        "aria-labelledby": id("conversations-heading") },
+      h("h2", { id: id("conversations-heading") }, "Conversations"),
+      ui.newConversation, ui.list, ui.noConversations)
+      : "";
+    ui.navToggle = listed
+      ? h("button", { type: "button", class: "nav-toggle", "aria-controls": id("conversations"),
+        "aria-expanded": "false" }, "Conversations")
+      : h("button", { type: "button", class: "new-conversation" }, "New conversation");
+    if (!listed) ui.newConversation = ui.navToggle;
+    ui.layout = h("div", { class: listed ? "layout" : "layout single" },
+      ui.nav,
+      h("section", { class: "chat", "aria-labelledby": id("heading") },
+        h("div", { class: "chat-bar" }, ui.navToggle, ui.heading, ui.connection),
+        ui.transcript, ui.runStatus, ui.composer));
+    this.ui = ui;
+    this.replaceChildren(ui.layout);
+    this.wire();
+  }
+
+  wire() {
+    const { ui } = this;
+    ui.composer.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = ui.message.value.trim();
+      if (text) this.ask(text);
+    });
+    ui.message.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        ui.composer.requestSubmit();
+      }
+    });
+    ui.welcome.addEventListener("click", (event) => {
+      const prompt = event.target.closest("[data-prompt]");
+      if (!prompt) return;
+      event.preventDefault();
+      ui.message.value = prompt.dataset.prompt || prompt.textContent.trim();
+      ui.composer.requestSubmit();
+    });
+    ui.newConversation.addEventListener("click", () => {
+      this.show(null);
+      ui.message.focus();
+    });
+    if (ui.navToggle !== ui.newConversation) {
+      ui.navToggle.addEventListener("click", () => {
+        const opened = ui.layout.classList.toggle("nav-open");
+        ui.navToggle.setAttribute("aria-expanded", String(opened));
+        if (opened) ui.newConversation.focus();
+      });
+      // Escape closes the list a narrow screen opened over the chat.
+      ui.nav.addEventListener("keydown", (event) => {
+        if (event.key !== "Escape" || !ui.layout.classList.contains("nav-open")) return;
+        ui.layout.classList.remove("nav-open");
+        ui.navToggle.setAttribute("aria-expanded", "false");
+        ui.navToggle.focus();
+      });
     }
-    ui.sendButton.disabled = true; // enabled again once connected
-    setText(ui.connection, "Reconnecting…");
-    const delay = Math.min(4000, 250 * 2 ** attempts) * (0.8 + Math.random() * 0.4);
-    attempts += 1;
-    setTimeout(connect, delay);
-  });
-}
-
-function onFrame(frame) {
-  if (frame.type === "error") {
-    if (frame.frame === "approval-response" && current) current.refused(frame);
-    else if (frame.code !== "rate_limited" && current) current.error = frame.message;
-  } else if (!current || frame.runId !== current.runId) {
-    return; // a frame of a conversation no longer shown
-  } else if (frame.type === "started" || frame.type === "subscribed") {
-    current.status = frame.status;
-    if (frame.type === "started") refreshConversations();
-  } else if (frame.type === "approval-recorded") {
-    current.recorded(frame);
-  } else if ("seq" in frame) {
-    const follow = isScrolledDown();
-    current.receive(frame);
-    if (follow) ui.transcript.scrollTop = ui.transcript.scrollHeight;
   }
-  updateRunStatus();
-}
 
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text; // unchanged: no re-announcement
-}
-
-function updateRunStatus() {
-  const text = current ? current.describe() : "";
-  setText(ui.runStatus, text);
-  ui.transcript.setAttribute("aria-busy", String(Boolean(current?.legOpen)));
-}
-
-function isScrolledDown() {
-  const t = ui.transcript;
-  return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
-}
-
-/** Bring a card that just got its buttons to the keyboard, unless the user is busy. */
-function focusCard(card) {
-  const active = document.activeElement;
-  const idle = !active || active === document.body || active === ui.heading ||
-    (ui.composer.contains(active) && !ui.message.value);
-  if (idle) card.el.focus();
-}
-
-/** Show a conversation, or (null) the welcome text of a new one. */
-function show(conversation, { push = true } = {}) {
-  if (current && current !== conversation) sendQuietly({ type: "unsubscribe", runId: current.runId });
-  current = conversation;
-  ui.welcome.hidden = false; // hidden only while the page loads a conversation
-  ui.transcript.replaceChildren(conversation ? conversation.el : ui.welcome);
-  setText(ui.heading, conversation ? conversation.question : "New conversation");
-  const url = conversation ? `?run=${encodeURIComponent(conversation.runId)}` : location.pathname;
-  if (push) history.pushState(null, "", url);
-  markSelected();
-  updateRunStatus();
-  document.body.classList.remove("nav-open");
-  ui.navToggle.setAttribute("aria-expanded", "false");
-}
-
-function open(runId, title, { push = true } = {}) {
-  if (current?.runId === runId) return;
-  show(new Conversation(runId, title), { push });
-  sendQuietly({ type: "subscribe", runId, lastSeq: -1 }); // a fresh view renders from the start
-  if (push) ui.heading.focus(); // the user picked it: take them there
-}
-
-function ask(text) {
-  const conversation = new Conversation(newRunId(), text);
-  if (!send({ type: "start", agent: config.agent, runId: conversation.runId, text, title: text.slice(0, 200) })) return;
-  show(conversation);
-  ui.message.value = "";
-}
-
-// -- the conversation list -------------------------------------------------------------------
-
-const titles = new Map(); // runId → title, for opening a conversation from the URL
-let listing = null; // the request in flight
-let relist = false; // asked again meanwhile: the answer in flight may be stale
-
-function refreshConversations() {
-  if (listing) {
-    relist = true;
-    return listing;
+  approvalsUrl(runId) {
+    return this.config.approvalsUrl.replace("RUN_ID", encodeURIComponent(runId));
   }
-  listing = loadConversations().finally(() => {
-    listing = null;
-    if (relist) {
-      relist = false;
-      refreshConversations();
+
+  // -- the socket ------------------------------------------------------------------------------
+
+  get online() {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  /** Send a frame when connected; on reconnecting the element subscribes again by itself. */
+  sendQuietly(frame) {
+    if (this.online) this.socket.send(JSON.stringify(frame));
+  }
+
+  /** Send a frame the user asked for; offline, say so. */
+  send(frame) {
+    if (!this.online) {
+      setText(this.ui.runStatus, "Not connected — try again in a moment.");
+      return false;
     }
-  });
-  return listing;
+    this.socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  connect() {
+    if (this.closed) return;
+    const socket = new WebSocket(this.config.wsUrl);
+    this.socket = socket;
+    socket.addEventListener("open", () => {
+      this.attempts = 0;
+      setText(this.ui.connection, "");
+      this.ui.sendButton.disabled = false;
+      // Continue where this page left off: the server replays everything after lastSeq.
+      const { current } = this;
+      if (current) this.sendQuietly({ type: "subscribe", runId: current.runId, lastSeq: current.lastSeq });
+      this.refreshConversations();
+    });
+    socket.addEventListener("message", (event) => this.onFrame(JSON.parse(event.data)));
+    socket.addEventListener("close", (event) => {
+      if (this.closed) return;
+      if (event.code === 4401) return this.signIn();
+      this.ui.sendButton.disabled = true; // enabled again once connected
+      setText(this.ui.connection, "Reconnecting…");
+      const delay = Math.min(4000, 250 * 2 ** this.attempts) * (0.8 + Math.random() * 0.4);
+      this.attempts += 1;
+      setTimeout(() => this.connect(), delay);
+    });
+  }
+
+  /** Nobody is signed in (any more): to the login page, or say so. */
+  signIn() {
+    const { loginUrl } = this.config;
+    if (loginUrl) {
+      location.assign(`${loginUrl}?next=${encodeURIComponent(location.pathname + location.search)}`);
+    } else {
+      setText(this.ui.connection, "Sign in to chat.");
+    }
+  }
+
+  onFrame(frame) {
+    const { current } = this;
+    if (frame.type === "error") {
+      if (frame.frame === "approval-response" && current) current.refused(frame);
+      else if (frame.code !== "rate_limited" && current) current.error = frame.message;
+    } else if (!current || frame.runId !== current.runId) {
+      return; // a frame of a conversation no longer shown
+    } else if (frame.type === "started" || frame.type === "subscribed") {
+      current.status = frame.status;
+      if (frame.type === "started") this.refreshConversations();
+    } else if (frame.type === "approval-recorded") {
+      current.recorded(frame);
+    } else if ("seq" in frame) {
+      const follow = this.isScrolledDown();
+      current.receive(frame);
+      if (follow) this.ui.transcript.scrollTop = this.ui.transcript.scrollHeight;
+    }
+    this.updateRunStatus();
+  }
+
+  updateRunStatus() {
+    const { current, ui } = this;
+    setText(ui.runStatus, current ? current.describe() : "");
+    ui.transcript.setAttribute("aria-busy", String(Boolean(current?.legOpen)));
+  }
+
+  isScrolledDown() {
+    const t = this.ui.transcript;
+    return t.scrollHeight - t.scrollTop - t.clientHeight < 80;
+  }
+
+  /** Bring a card that just got its buttons to the keyboard, unless the user is busy. */
+  focusCard(card) {
+    const active = document.activeElement;
+    const { ui } = this;
+    const idle = !active || active === document.body || active === ui.heading ||
+      (ui.composer.contains(active) && !ui.message.value);
+    if (idle) card.el.focus();
+  }
+
+  // -- conversations ---------------------------------------------------------------------------
+
+  /** Show a conversation, or (null) the welcome text of a new one. */
+  show(conversation, { push = true } = {}) {
+    const { current, ui } = this;
+    if (current && current !== conversation) this.sendQuietly({ type: "unsubscribe", runId: current.runId });
+    this.current = conversation;
+    ui.welcome.hidden = false; // hidden only while the page loads a conversation
+    ui.transcript.replaceChildren(conversation ? conversation.el : ui.welcome);
+    setText(ui.heading, conversation ? conversation.question : "New conversation");
+    if (push) history.pushState(null, "", pageUrl(conversation?.runId));
+    this.markSelected();
+    this.updateRunStatus();
+    ui.layout.classList.remove("nav-open");
+    ui.navToggle.setAttribute("aria-expanded", "false");
+    this.dispatchEvent(new CustomEvent("deuz-chat:conversation", { bubbles: true,
+      detail: { runId: conversation?.runId ?? null, title: conversation?.question ?? null } }));
+  }
+
+  open(runId, title, { push = true } = {}) {
+    if (this.current?.runId === runId) return;
+    this.show(new Conversation(this, runId, title), { push });
+    this.sendQuietly({ type: "subscribe", runId, lastSeq: -1 }); // a fresh view renders from the start
+    if (push) this.ui.heading.focus(); // the user picked it: take them there
+  }
+
+  ask(text) {
+    const conversation = new Conversation(this, newRunId(), text);
+    const frame = { type: "start", agent: this.config.agent, runId: conversation.runId, text,
+      title: text.slice(0, 200) };
+    if (!this.send(frame)) return;
+    this.show(conversation);
+    this.ui.message.value = "";
+  }
+
+  async openFromUrl() {
+    const runId = new URLSearchParams(location.search).get("run");
+    if (!runId) return this.show(null, { push: false });
+    // The page came with its conversation's title; another one's comes from the list.
+    const loaded = runId === this.config.runId ? this.config.runTitle : null;
+    if (!loaded && !this.titles.has(runId)) await this.refreshConversations();
+    return this.open(runId, this.titles.get(runId) || loaded || "Conversation", { push: false });
+  }
+
+  refreshConversations() {
+    if (!this.config.runsUrl) return Promise.resolve();
+    if (this.listing) {
+      this.relist = true;
+      return this.listing;
+    }
+    this.listing = this.loadConversations().finally(() => {
+      this.listing = null;
+      if (this.relist) {
+        this.relist = false;
+        this.refreshConversations();
+      }
+    });
+    return this.listing;
+  }
+
+  async loadConversations() {
+    const query = `agent=${encodeURIComponent(this.config.agent)}&pageSize=50`;
+    const url = `${this.config.runsUrl}${this.config.runsUrl.includes("?") ? "&" : "?"}${query}`;
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      if (response.status === 401 || response.status === 403) this.signIn();
+      else if (response.ok) this.renderConversations((await response.json()).results);
+    } catch {
+      // the server is away (a restart): the list refreshes once the socket is back
+    }
+  }
+
+  renderConversations(runs) {
+    const { ui } = this;
+    ui.noConversations.hidden = runs.length > 0;
+    ui.list.replaceChildren(...runs.map((run) => {
+      const title = run.title || "(untitled)";
+      this.titles.set(run.runId, title);
+      const link = h("a", { href: `?run=${encodeURIComponent(run.runId)}`, "data-run": run.runId },
+        h("span", { class: "title" }, title),
+        h("span", { class: "badge", "data-status": run.status }, statusLabel(run)));
+      link.addEventListener("click", (event) => {
+        event.preventDefault();
+        this.open(run.runId, title);
+      });
+      return h("li", {}, link);
+    }));
+    const shown = this.current && runs.find((run) => run.runId === this.current.runId);
+    if (shown) this.current.listed(shown);
+    this.markSelected();
+    this.updateRunStatus();
+  }
+
+  markSelected() {
+    for (const link of this.ui.list.querySelectorAll("a")) {
+      if (link.dataset.run === this.current?.runId) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+  }
 }
 
-async function loadConversations() {
-  try {
-    const response = await fetch(`${config.runsUrl}?agent=${encodeURIComponent(config.agent)}&pageSize=50`,
-      { headers: { Accept: "application/json" } });
-    if (response.status === 401 || response.status === 403) location.assign(config.loginUrl);
-    else if (response.ok) renderConversations((await response.json()).results);
-  } catch {
-    // the server is away (a restart): the list refreshes once the socket is back
-  }
+/** This page's address showing `runId` (none: the new-conversation page); other query
+ * parameters of the page are kept. */
+function pageUrl(runId) {
+  const url = new URL(location.href);
+  if (runId) url.searchParams.set("run", runId);
+  else url.searchParams.delete("run");
+  return url.pathname + url.search + url.hash;
 }
 
 /** A conversation's badge: a run waiting only on questions waits for an answer. */
@@ -970,63 +1189,8 @@ function statusLabel(run) {
   return STATUS_LABELS[run.status] || run.status;
 }
 
-function renderConversations(runs) {
-  ui.noConversations.hidden = runs.length > 0;
-  ui.list.replaceChildren(...runs.map((run) => {
-    const title = run.title || "(untitled)";
-    titles.set(run.runId, title);
-    const link = h("a", { href: `?run=${encodeURIComponent(run.runId)}`, "data-run": run.runId },
-      h("span", { class: "title" }, title),
-      h("span", { class: "badge", "data-status": run.status }, statusLabel(run)));
-    link.addEventListener("click", (event) => {
-      event.preventDefault();
-      open(run.runId, title);
-    });
-    return h("li", {}, link);
-  }));
-  const shown = current && runs.find((run) => run.runId === current.runId);
-  if (shown) current.listed(shown);
-  markSelected();
-  updateRunStatus();
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text; // unchanged: no re-announcement
 }
 
-function markSelected() {
-  for (const link of ui.list.querySelectorAll("a")) {
-    if (link.dataset.run === current?.runId) link.setAttribute("aria-current", "page");
-    else link.removeAttribute("aria-current");
-  }
-}
-
-async function openFromUrl() {
-  const runId = new URLSearchParams(location.search).get("run");
-  if (!runId) return show(null, { push: false });
-  // The page came with its conversation's title; another one's comes from the list.
-  const loaded = runId === main.dataset.runId ? main.dataset.runTitle : null;
-  if (!loaded && !titles.has(runId)) await refreshConversations();
-  return open(runId, titles.get(runId) || loaded || "Conversation", { push: false });
-}
-
-// -- wiring ----------------------------------------------------------------------------------
-
-ui.composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const text = ui.message.value.trim();
-  if (text) ask(text);
-});
-ui.message.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) {
-    event.preventDefault();
-    ui.composer.requestSubmit();
-  }
-});
-ui.newConversation.addEventListener("click", () => {
-  show(null);
-  ui.message.focus();
-});
-ui.navToggle.addEventListener("click", () => {
-  const opened = document.body.classList.toggle("nav-open");
-  ui.navToggle.setAttribute("aria-expanded", String(opened));
-});
-window.addEventListener("popstate", openFromUrl);
-
-openFromUrl().then(connect);
+if (!customElements.get("deuz-chat")) customElements.define("deuz-chat", DeuzChat);
