@@ -1,0 +1,1 @@
+"""``{% load deuz_chat %}{% deuz_chat agent="…" %}``: the chat component on your pages."""
