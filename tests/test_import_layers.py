@@ -1,6 +1,7 @@
 """No import cycles among ``deuz_django``'s modules: every module sits above the ones it
-imports. Read from the source (every import, also inside functions, except the ones
-only type checkers see), so a lazy import that dodges a cycle counts as the cycle."""
+imports. Read from the source — every import, also inside functions and under
+``if TYPE_CHECKING:`` — so a lazy or type-only import that dodges a cycle counts as the
+cycle."""
 
 from __future__ import annotations
 
@@ -15,13 +16,6 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imports(path: Path, known: set[str]) -> set[str]:
     """The package's modules that ``path`` imports."""
     name = module_name(path)
@@ -29,10 +23,6 @@ def imports(path: Path, known: set[str]) -> set[str]:
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

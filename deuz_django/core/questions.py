@@ -22,15 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsonschema
 from jsonschema.validators import validator_for
 
 from .exceptions import InvalidInputError
-
-if TYPE_CHECKING:
-    from .tools import Tool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,7 +110,18 @@ QuestionSource = Question | Callable[[Any], Question]
 call's input."""
 
 
-def question_of(tool: Tool | None, args: Any) -> Question | None:
+class Asking(Protocol):
+    """What :func:`question_of` reads of a tool (a :class:`~deuz_django.core.Tool`):
+    its name and the question it declares — so questions sit below tools."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def question(self) -> QuestionSource | None: ...
+
+
+def question_of(tool: Asking | None, args: Any) -> Question | None:
     """The question a call of ``tool`` asks (``None``: it asks none). A question that
     cannot be built from the model's input is still asked — as plain text naming the
     problem — so the run never suspends on a call nobody can answer."""

@@ -3,10 +3,9 @@ the permission rules that build on it (:mod:`deuz_django.permissions`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .runs import RunQuerySet
+from django.db.models import QuerySet
 
 VIEW_ANY_RUN = "deuz_django.view_run"
 
@@ -20,7 +19,7 @@ def is_signed_in(user: Any) -> bool:
     )
 
 
-def visible_runs(queryset: RunQuerySet, user: Any) -> RunQuerySet:
+def visible_runs[Runs: QuerySet[Any]](queryset: Runs, user: Any) -> Runs:
     """The runs of ``queryset`` that ``user`` may see: their own, or all of them with
     ``deuz_django.view_run``."""
     if not is_signed_in(user):
