@@ -165,13 +165,28 @@ def send_email(to: str, subject: str, body: str, ctx: ToolContext) -> str:
     return _sent(email)
 
 
+# The help center's articles, by a word of the question that finds each.
+HELP_ARTICLES = {
+    "return": "Returns and refunds",
+    "refund": "Returns and refunds",
+    "ship": "How shipping works",
+    "deliver": "How shipping works",
+    "track": "Tracking an order",
+}
+
+
 @tool
 def search_help_center(query: str) -> list[str]:
     """Search the shop's help-center articles."""
+    words = query.lower()
+    article = next(
+        (title for word, title in HELP_ARTICLES.items() if word in words),
+        "Contacting support",
+    )
     return [
         "Returns are accepted within 30 days of delivery.",
         "Refunds reach the original payment method in 3–5 business days.",
-        f"Top article for '{query}': 'How shipping works'.",
+        f"Top article for '{query}': '{article}'.",
     ]
 
 

@@ -119,10 +119,12 @@ def tokens_and_cost(scope: Scope) -> list[Chart]:
     agents = sorted(tokens)
     notes = ()
     if unpriced:
+        # Said to the staff who read the dashboard; how to set prices is for the
+        # developers, in the docs (docs/dashboard.md).
         notes = (
-            "No price for "
+            "No prices are set for "
             + ", ".join(sorted(unpriced))
-            + ": give the agent's deps a price_provider (e.g. DEFAULT_PRICES).",
+            + ", so their cost is not shown.",
         )
     return [
         scope.daily(

@@ -180,6 +180,10 @@ def test_the_run_page_gives_long_results_the_width_and_folds_very_long_ones(
         page.get_by_role("link", name=run_id).click()
         transcript = page.locator(".deuz-transcript")
         expect(transcript).to_contain_text("Published the report.")
+        # The section headings are one line tall: none stretches up behind the form,
+        # which the admin floats.
+        for heading in page.locator("#content h2").all():
+            assert heading.bounding_box()["height"] < 60, heading.inner_text()
 
         # Every input and result wraps in the whole width of its entry.
         blocks = transcript.locator("pre.deuz-json:visible")

@@ -297,6 +297,7 @@ def test_the_researchers_note_bubbles_up_with_its_agent_path(shop: Any) -> None:
         "Returns are accepted within 30 days of delivery. Refunds reach the original "
     )
     assert ".;" not in note
+    assert note.endswith("'Returns and refunds'.")  # the article the question is about
 
     run = decide(run, shop["customer"], approved=True)
 
