@@ -59,6 +59,8 @@ def test_drf_spectacular_deploy_check_passes_whatever_the_projects_drf_defaults(
     drf: dict[str, Any],
 ) -> None:
     from drf_spectacular.checks import schema_check
+    from drf_spectacular.drainage import GENERATOR_STATS
 
+    GENERATOR_STATS.reset()  # what earlier generations in this process reported
     with override_settings(REST_FRAMEWORK=drf):
         assert [(error.id, error.msg) for error in schema_check(None)] == []
