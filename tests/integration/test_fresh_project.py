@@ -243,6 +243,29 @@ def test_the_readme_blocks_make_a_fresh_project_that_passes_its_checks(
     assert "deuz_django.W007" in found
 
 
+def test_runserver_is_daphnes_and_serves_the_api_schema(project: Project) -> None:
+    port = free_port()
+    runserver = subprocess.Popen(
+        [
+            str(project.venv / "bin" / "python"),
+            *("manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"),
+        ],
+        cwd=project.root,
+        env=project.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port, runserver)
+        schema = f"http://127.0.0.1:{port}/api/deuz/schema/"
+        with urllib.request.urlopen(schema, timeout=30) as response:
+            assert response.headers["Server"] == "daphne"  # not Django's WSGIServer
+            assert b"Deuz API" in response.read()
+    finally:
+        kill_tree(runserver)
+
+
 def test_a_gated_call_is_approved_in_the_admin_and_resumed_from_the_command(
     project: Project,
 ) -> None:
