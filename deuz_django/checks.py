@@ -58,7 +58,7 @@ def check_approval_secret(app_configs: Any = None, **kwargs: Any) -> list[Error]
             Error(
                 "DEUZ['APPROVAL_SECRET'] is not set.",
                 hint="Set it to a long random string kept only on the server; approval "
-                "tokens are signed with it.",
+                f"tokens are signed with it. {GENERATE_SECRET}",
                 id="deuz_django.E001",
             )
         ]

@@ -18,9 +18,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from ..approvals.verdicts import current_pending
 from ..core import AbortController
 from ..exceptions import NotPermitted, RunBusy, RunNotResumable, RunStopped
-from ..models import Run
+from ..models import Run, RunStatus
 from ..permissions import can_resume_run, is_signed_in
 from ..registry import agent_tools
 from ..storage import leases
@@ -77,10 +78,26 @@ async def run_legs(
     or a process that is stopping, ends the chain: the claimant, or recovery, goes on."""
     while True:
         outcome = await run_leg(lease, observer=observer, controller=controller)
-        if not outcome.decided or draining.stopping():
+        if draining.stopping():
+            return outcome
+        if not outcome.decided and not await sync_to_async(_decided_meanwhile)(outcome):
             return outcome
         try:
             lease = await sync_to_async(claim)(lease.run_id)
         except (RunBusy, RunNotResumable, LookupError) as error:
             logger.info("deuz: run %s not continued here: %s", lease.run_id, error)
             return outcome
+
+
+def _decided_meanwhile(outcome: LegOutcome) -> bool:
+    """Whether every call the leg suspended on was decided before it released the lease:
+    the verdict's own resume then found the run busy, and left continuing it to this
+    leg (else the run would wait for the recovery sweep)."""
+    if outcome.status != RunStatus.SUSPENDED or outcome.error is not None:
+        return False
+    run = Run.objects.filter(run_id=outcome.run_id).first()
+    return (
+        run is not None
+        and run.status == RunStatus.SUSPENDED
+        and not current_pending(run).exists()
+    )

@@ -20,7 +20,8 @@ once that the run is busy (:class:`RunBusy`), finished or still waiting for a ve
   outcome once it ended.
 
 Whichever it is, a leg that leaves the run waiting on nothing undecided — standing rules
-or grants decided every call it suspended on — is followed at once by the next leg,
+or grants decided every call it suspended on, or a person did while the leg still held
+the lease (their resume found the run busy) — is followed at once by the next leg,
 claimed the same way once the previous one released the lease
 (:func:`deuz_django.runs.claims.run_legs`).
 """

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.apps import apps
 from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import Exists, F, OuterRef, Q
@@ -306,6 +307,11 @@ class Sweeper(threading.Thread):
         self._stopped = threading.Event()
 
     def run(self) -> None:
+        # Started from AppConfig.ready(), before the app registry is ready: the first
+        # sweep waits for it (a query sooner is Django's RuntimeWarning).
+        while not apps.ready:
+            if self._stopped.wait(0.01):
+                return
         while True:
             self.sweep_once()
             if self._stopped.wait(self.interval):

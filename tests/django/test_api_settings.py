@@ -52,3 +52,15 @@ def test_a_project_may_name_the_apis_authentication(make_user: Any) -> None:
         browser = Client()
         browser.force_login(User.objects.get(username="ann"))
         assert browser.get(f"{API}/runs/").status_code == 401  # no session here
+
+
+@pytest.mark.parametrize("drf", [BARE_DRF, OTHER_DRF], ids=["bare", "other"])
+def test_drf_spectacular_deploy_check_passes_whatever_the_projects_drf_defaults(
+    drf: dict[str, Any],
+) -> None:
+    from drf_spectacular.checks import schema_check
+    from drf_spectacular.drainage import GENERATOR_STATS
+
+    GENERATOR_STATS.reset()  # what earlier generations in this process reported
+    with override_settings(REST_FRAMEWORK=drf):
+        assert [(error.id, error.msg) for error in schema_check(None)] == []

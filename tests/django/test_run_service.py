@@ -263,6 +263,29 @@ def test_a_resume_while_another_leg_holds_the_lease_is_busy(effects: Any) -> Non
     assert services.resume_run(run.run_id).status == "completed"
 
 
+def test_a_verdict_while_the_suspending_leg_still_holds_the_lease_is_continued_by_it(
+    make_user: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = make_user("ann")
+    run = services.start_run(agent="held", messages=PROMPT, owner=ann)
+    release = leases.release
+    busy: list[str] = []
+
+    def decide_then_release(lease: Any, **fields: Any) -> None:
+        # The leg journaled its end and found one call undecided; a person decides it
+        # before the leg lets the run go, and their resume finds the run busy.
+        if not busy:
+            services.decide_approval(approval(run, "hold"), user=ann, approved=True)
+            with pytest.raises(RunBusy) as refused:
+                services.resume_run(run.run_id)
+            busy.append(str(refused.value))
+        release(lease, **fields)
+
+    monkeypatch.setattr(leases, "release", decide_then_release)
+    assert services.resume_run(run.run_id).status == "completed"
+    assert busy
+
+
 def test_a_completed_or_unknown_run_is_not_resumed() -> None:
     run = services.start_run(agent="scripted", messages=PROMPT)
     services.resume_run(run.run_id)

@@ -12,10 +12,12 @@ import signal
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from django.apps import apps
 from django.db import OperationalError
 from django.test import AsyncClient, override_settings
 from django.utils import timezone
@@ -323,6 +325,31 @@ def test_a_worker_without_the_reloader_sweeps_in_its_one_process() -> None:
     with override_settings(DEBUG=True):
         assert recovery.serving(["manage.py", "db_worker", "--no-reload"])
         assert recovery.serving(["manage.py", "db_worker", "--batch"])
+
+
+def test_a_sweeper_started_while_the_apps_load_sweeps_once_they_are_ready(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``AppConfig.ready()`` starts it before the app registry is ready: a query then
+    is Django's RuntimeWarning ("Accessing the database during app initialization"),
+    which every fresh daphne printed."""
+    swept = threading.Event()
+
+    def probe() -> Any:
+        swept.set()
+        return SimpleNamespace(to_json=dict)
+
+    monkeypatch.setattr(recovery, "SWEEPS", (recovery.Sweep("probe", probe, None),))
+    monkeypatch.setattr(apps, "ready", False)
+    sweeper = recovery.Sweeper(interval=60)
+    sweeper.start()
+    try:
+        assert not swept.wait(0.3)
+        monkeypatch.setattr(apps, "ready", True)
+        assert swept.wait(10)
+    finally:
+        sweeper.stop()
+        sweeper.join(10)
 
 
 def test_the_sweep_runs_on_a_servers_loop_when_it_has_one(
