@@ -118,11 +118,17 @@ def test_no_page_of_the_demo_or_its_admin_misses_a_file(
     demo_site: LiveSite,
     screen: dict[str, int],
 ) -> None:
-    # A run nobody owns (started by a script), for the runs list's owner filter.
+    # A run nobody owns (started by a script) beside one the customer owns, for the runs
+    # list's owner filter — which shows itself only once some run has an owner, so the
+    # test makes one whatever ran before it.
     demo_site.script(
         """
+        from django.contrib.auth.models import User
         from deuz_django import services
-        services.start_run(agent="assistant", messages=[{"role": "user", "content": "Hi"}])
+        hi = [{"role": "user", "content": "Hi"}]
+        services.start_run(agent="assistant", messages=hi)
+        customer = User.objects.get(username="customer")
+        services.start_run(agent="assistant", messages=hi, owner=customer)
         print(1)
         """
     )
