@@ -3,8 +3,8 @@
 The original TypeScript client (``connectDeuzStream``) can follow our runs: ``id: <seq>``
 lines, ``Last-Event-ID`` replay, the live tail, ``[DONE]`` at the last leg's end, and crash
 continuation (the reader, :mod:`deuz_django.streaming.following`, continues a run whose process
-died). Requests authenticate like every API request, through the REST framework's
-authentication classes (session, token, …).
+died). Requests authenticate like every API request, through the API's authentication
+classes (:mod:`deuz_django.api.authentication`), not the project's DRF default.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
-from rest_framework.settings import api_settings
 
+from ..api.authentication import authentication_classes
 from ..core import sse
 from ..core.exceptions import InvalidInputError
+from ..core.wire import WireVersion
 from ..exceptions import RunNotFound
 from ..models import Run
 from ..permissions import is_signed_in
@@ -36,8 +38,7 @@ POLL_SECONDS = 0.15
 def _authenticate(request: HttpRequest) -> Any:
     """The user the API's authentication classes find (anonymous if none does)."""
     drf_request = Request(
-        request,
-        authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES],
+        request, authenticators=[auth() for auth in authentication_classes()]
     )
     try:
         return drf_request.user
@@ -45,7 +46,7 @@ def _authenticate(request: HttpRequest) -> Any:
         return None
 
 
-async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
+async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if request.method != "GET":
         return JsonResponse(
             {"detail": "Method not allowed; use GET.", "code": "method_not_allowed"},
@@ -85,9 +86,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
     )
 
 
-async def _body(
-    run_id: str, cursor: int, version: sse.WireVersion
-) -> AsyncIterator[str]:
+async def _body(run_id: str, cursor: int, version: WireVersion) -> AsyncIterator[str]:
     """Replay after ``cursor`` and tail until the last leg's end (R11.10)."""
     journal = get_journal()
     try:
