@@ -181,6 +181,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         "detail": str(detail),
         "code": codes if isinstance(codes, str) else exc.default_code,
     }
-    if getattr(exc, "errors", None):
-        response.data["errors"] = exc.errors
+    errors = getattr(exc, "errors", None)
+    if errors:
+        response.data["errors"] = errors
     return response
