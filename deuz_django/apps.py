@@ -17,8 +17,8 @@ class DeuzConfig(AppConfig):
 
         for check in deuz_checks.ALL:
             checks.register(check, "deuz_django")
-        for check in deuz_checks.DEPLOY:
-            checks.register(check, "deuz_django", deploy=True)
+        for deploy_check in deuz_checks.DEPLOY:
+            checks.register(deploy_check, "deuz_django", deploy=True)
         setting_changed.connect(reload_on_setting_changed)
         setting_changed.connect(forget_agents_on_setting_changed)
         notifications.connect_receivers()

@@ -148,4 +148,4 @@ def may_decide_some(user: Any) -> bool:
     Deny actions then. Each approval is still checked with :func:`decide_refusal`."""
     if not is_signed_in(user):
         return False
-    return user.has_perm(DECIDE_ANY_APPROVAL) or user.deuz_runs.exists()
+    return bool(user.has_perm(DECIDE_ANY_APPROVAL) or user.deuz_runs.exists())

@@ -169,6 +169,7 @@ class ApprovalColumns:
         question = question_of(obj)
         if question is None:
             return display.EMPTY
+        shape: str
         if question.choices is not None:
             shape = format_html(
                 '<br><span class="deuz-muted">{} {}</span>',

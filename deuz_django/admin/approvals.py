@@ -6,7 +6,7 @@ per-row buttons. Rows are never edited: a decided row is read-only forever.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -34,6 +34,10 @@ from .decisions import ANSWERS, ReasonForm, VerdictForm
 from .runs import pending_row, stop_message
 from .standing import DeciderFilter
 
+if TYPE_CHECKING:
+    # django-stubs' name for one choice of a list filter (a TypedDict).
+    from django.contrib.admin.filters import _ListFilterChoices
+
 PENDING_FIRST = Case(
     When(status=ApprovalStatus.PENDING, then=Value(0)), default=Value(1)
 ).asc()
@@ -52,7 +56,7 @@ class StatusFilter(admin.SimpleListFilter):
     def value(self) -> str:
         return super().value() or ApprovalStatus.PENDING
 
-    def choices(self, changelist: Any) -> Iterator[dict[str, Any]]:
+    def choices(self, changelist: Any) -> Iterator[_ListFilterChoices]:
         choices = super().choices(changelist)
         next(
             choices

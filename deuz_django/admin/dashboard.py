@@ -10,7 +10,7 @@ charts; other staff get 403, and anyone else the admin's login page.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from django import forms
 from django.contrib import admin
@@ -48,11 +48,11 @@ class DashboardFilters(forms.Form):
         data = query.copy()
         data.setdefault("period", str(DEFAULT_PERIOD))
         super().__init__(data)
-        self.fields["agent"].choices = [
+        cast(forms.ChoiceField, self.fields["agent"]).choices = [
             ("", _("All agents")),
             *((name, name) for name in agents),
         ]
-        self.fields["period"].choices = [
+        cast(forms.ChoiceField, self.fields["period"]).choices = [
             (days, _("Last %(days)s days") % {"days": days}) for days in PERIODS
         ]
 

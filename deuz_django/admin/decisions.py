@@ -6,7 +6,7 @@ action-link page does."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils.translation import gettext as _
@@ -18,6 +18,9 @@ from ..approvals.verdicts import RecordedResult
 from ..models import Approval
 from ..models.rules import GrantScope
 from ..rules.grants import Allow
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 
 class ReasonForm(forms.Form):
@@ -85,7 +88,8 @@ class VerdictForm(ReasonForm):
 
     @property
     def approved(self) -> bool:
-        return self.cleaned_data["verdict"] != "deny"
+        verdict: str = self.cleaned_data["verdict"]
+        return verdict != "deny"
 
     def answer_of(self, approval: Approval) -> Any:
         """The answer an approving verdict gives ``approval``'s question (``None``: none
@@ -120,8 +124,8 @@ class VerdictForm(ReasonForm):
 class Answer:
     """One answer to a call a crash left in doubt, as the admin words it."""
 
-    label: str
-    effect: str
+    label: StrOrPromise
+    effect: StrOrPromise
 
 
 # By the verdict a button posts (VerdictForm.verdict).

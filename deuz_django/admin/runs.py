@@ -16,7 +16,7 @@ from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -44,7 +44,8 @@ class HasPendingFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", _("Has pending approvals")), ("no", _("None pending"))]
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
+    # The queryset is the run admin's, annotated with pending_count (not a field).
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "yes":
             return queryset.filter(pending_count__gt=0)
         if self.value() == "no":
@@ -57,7 +58,7 @@ class OwnerFilter(admin.RelatedOnlyFieldListFilter):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.empty_value_display = _("No owner")
+        self.empty_value_display = escape(_("No owner"))  # as the template would
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ queue filters by who decided (:class:`DeciderFilter`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from ..models import ApprovalStatus, Grant, StandingRule
+from ..models.rules import GrantQuerySet
 from ..rules.conditions import ConditionError, parse_condition, parse_text, to_text
 from . import display
 from .base import ReadOnlyAdmin
@@ -44,7 +45,8 @@ class ConditionField(forms.CharField):
                 return json.dumps(value)
         return value
 
-    def to_python(self, value: Any) -> list[dict[str, Any]]:
+    # A CharField whose cleaned value is the parsed condition, not the text.
+    def to_python(self, value: Any) -> list[dict[str, Any]]:  # type: ignore[override]
         text = str(super().to_python(value) or "").strip()
         try:
             if text.startswith("["):
@@ -170,11 +172,9 @@ class StandingRuleAdmin(admin.ModelAdmin):
         css = {"all": ("deuz_django/admin/deuz-admin.css",)}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[StandingRule]:
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("created_by")
-            .annotate(decision_count=Count("decisions"))
+        rules: QuerySet[StandingRule] = super().get_queryset(request)
+        return rules.select_related("created_by").annotate(
+            decision_count=Count("decisions")
         )
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -248,7 +248,7 @@ class GrantStateFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "in_force":
-            return queryset.in_force()
+            return cast(GrantQuerySet, queryset).in_force()  # the grant admin's rows
         if self.value() == "expired":
             return queryset.filter(expires_at__lte=timezone.now())
         if self.value() == "revoked":
@@ -267,12 +267,10 @@ class GrantAdmin(ReadOnlyAdmin):
     changelist_title = gettext_lazy("Grants")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Grant]:
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("created_by", "run", "owner", "approval__run")
-            .annotate(decision_count=Count("decisions"))
-        )
+        grants: QuerySet[Grant] = super().get_queryset(request)
+        return grants.select_related(
+            "created_by", "run", "owner", "approval__run"
+        ).annotate(decision_count=Count("decisions"))
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """Revoking (an action on the list) is the one change; a grant's own page

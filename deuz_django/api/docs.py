@@ -173,7 +173,7 @@ RUN_ID = OpenApiParameter(
 )
 
 _TOKEN = "v1.eyJhcHByb3ZhbElkIjoiZTEiLCJ0b29sTmFtZSI6InNlbmRfZW1haWwifQ.<mac>"
-_APPROVAL = {
+_APPROVAL: dict[str, Any] = {
     "approvalId": "e1",
     "runId": "run-42",
     "toolCallId": "e1",

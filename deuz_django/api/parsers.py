@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -47,7 +48,7 @@ class LimitedJSONParser(JSONParser):
         self,
         stream: IO[bytes] | None,
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         limit: int | None = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raw = b"" if stream is None else stream.read(-1 if limit is None else limit + 1)

@@ -4,6 +4,7 @@ ASCII-escaped (``\\ud800``) instead of failing with a 500."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.renderers import JSONRenderer
@@ -14,7 +15,7 @@ class DeuzJSONRenderer(JSONRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         try:
             return bytes(super().render(data, accepted_media_type, renderer_context))

@@ -27,7 +27,7 @@ from ..models import (
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
-class AutomaticDecisionSerializer(serializers.Serializer):
+class AutomaticDecisionSerializer(serializers.Serializer[Any]):
     """The standing rule or grant that decided a call (deuz_django.rules.automatic)."""
 
     kind = serializers.ChoiceField(choices=["rule", "grant"])
@@ -38,7 +38,7 @@ class AutomaticDecisionSerializer(serializers.Serializer):
     )
 
 
-class QuestionSerializer(serializers.Serializer):
+class QuestionSerializer(serializers.Serializer[Any]):
     """What a question tool's call asks a person (deuz_django.approvals.questions)."""
 
     text = serializers.CharField()
@@ -52,7 +52,7 @@ class QuestionSerializer(serializers.Serializer):
     )
 
 
-class ExecutionSerializer(serializers.ModelSerializer):
+class ExecutionSerializer(serializers.ModelSerializer[RunCall]):
     """One execution of a tool call, and where it ran."""
 
     stepIndex = serializers.IntegerField(
@@ -81,7 +81,7 @@ class ExecutionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ApprovalSerializer(serializers.ModelSerializer):
+class ApprovalSerializer(serializers.ModelSerializer[Approval]):
     """A gated call and its verdict; ``token`` is present while the approval is pending."""
 
     approvalId = serializers.CharField(source="approval_id")
@@ -224,7 +224,7 @@ class ApprovalSerializer(serializers.ModelSerializer):
         }
 
 
-class RunStopSerializer(serializers.Serializer):
+class RunStopSerializer(serializers.Serializer[Any]):
     """A stop asked for on a run."""
 
     by = serializers.CharField(
@@ -236,7 +236,7 @@ class RunStopSerializer(serializers.Serializer):
     stoppedAt = serializers.DateTimeField(allow_null=True)
 
 
-class RunSerializer(serializers.ModelSerializer):
+class RunSerializer(serializers.ModelSerializer[Run]):
     """A root run: its state, cumulative usage, and the approvals it waits for."""
 
     runId = serializers.CharField(source="run_id")
@@ -324,7 +324,7 @@ def _json_bytes(value: Any) -> Any:
     return value
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(serializers.ModelSerializer[RunMessage]):
     """One message of a run's history, at its position."""
 
     message = serializers.SerializerMethodField()
@@ -339,7 +339,7 @@ class MessageSerializer(serializers.ModelSerializer):
         return _json_bytes(decode_json(row.data))
 
 
-class RunLinkSerializer(serializers.Serializer):
+class RunLinkSerializer(serializers.Serializer[Any]):
     """Where to follow a run that is moving on in the background."""
 
     runId = serializers.CharField()
@@ -348,7 +348,7 @@ class RunLinkSerializer(serializers.Serializer):
     statusUrl = serializers.URLField()
 
 
-class StopResultSerializer(serializers.Serializer):
+class StopResultSerializer(serializers.Serializer[Any]):
     """A stop asked for: done (200), or at the holding leg's next fence (202). A
     completed run answers 409 instead, so its status is never ``completed`` — and the
     schema names this choice set apart from the run's (one set under two components
@@ -365,7 +365,7 @@ class VerdictResultSerializer(RunLinkSerializer):
     decided = ApprovalSerializer(many=True)
 
 
-class ErrorItemSerializer(serializers.Serializer):
+class ErrorItemSerializer(serializers.Serializer[Any]):
     field = serializers.CharField(help_text="The input the problem is about.")
     message = serializers.CharField()
     index = serializers.IntegerField(
@@ -374,9 +374,11 @@ class ErrorItemSerializer(serializers.Serializer):
     approvalId = serializers.CharField(required=False)
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     """Every error body."""
 
     detail = serializers.CharField()
     code = serializers.CharField()
-    errors = ErrorItemSerializer(many=True, required=False)
+    # DRF's metaclass moves declared fields off the class, so this does not shadow
+    # Serializer.errors at runtime; the stubs cannot know that.
+    errors = ErrorItemSerializer(many=True, required=False)  # type: ignore[assignment]

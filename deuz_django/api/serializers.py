@@ -8,7 +8,7 @@ field only ``true``/``false`` — DRF's defaults would quietly turn ``5`` into `
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import ProhibitNullCharactersValidator
@@ -148,7 +148,7 @@ class MessagesField(serializers.ListField):
 # -- input ----------------------------------------------------------------------------------
 
 
-class AllowSerializer(serializers.Serializer):
+class AllowSerializer(serializers.Serializer[Any]):
     """ "Approve, and allow this tool" (deuz_django.rules.grants); the verdict's checks say
     which combinations hold (hours only for the owner scope, within the bound)."""
 
@@ -164,7 +164,7 @@ class AllowSerializer(serializers.Serializer):
     )
 
 
-class VerdictSerializer(serializers.Serializer):
+class VerdictSerializer(serializers.Serializer[Any]):
     """One verdict: approving needs the approval's signed token, denying does not."""
 
     approvalId = StrictCharField(max_length=200)
@@ -238,7 +238,7 @@ class VerdictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class VerdictBatchSerializer(serializers.Serializer):
+class VerdictBatchSerializer(serializers.Serializer[Any]):
     """Verdicts for one run, all recorded or none; the run resumes when none is left."""
 
     verdicts = serializers.ListField(
@@ -250,7 +250,7 @@ class VerdictBatchSerializer(serializers.Serializer):
     )
 
 
-class StopSerializer(serializers.Serializer):
+class StopSerializer(serializers.Serializer[Any]):
     reason = StrictCharField(
         default="",
         allow_blank=True,
@@ -259,7 +259,7 @@ class StopSerializer(serializers.Serializer):
     )
 
 
-class ResumeSerializer(serializers.Serializer):
+class ResumeSerializer(serializers.Serializer[Any]):
     denyRemaining = StrictBooleanField(
         default=False, help_text="Deny every approval still undecided, then resume."
     )
@@ -285,7 +285,7 @@ class AgentField(serializers.ChoiceField):
         return data
 
 
-class StartRunSerializer(serializers.Serializer):
+class StartRunSerializer(serializers.Serializer[Any]):
     """A run of a registered agent; ``text`` is a shorthand for a last user message."""
 
     agent = AgentField()
@@ -296,7 +296,7 @@ class StartRunSerializer(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agent"].choices = agent_names()
+        cast(AgentField, self.fields["agent"]).choices = agent_names()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         messages = list(attrs.get("messages", []))
@@ -313,14 +313,14 @@ class StartRunSerializer(serializers.Serializer):
         return attrs
 
 
-class RunFilterSerializer(serializers.Serializer):
+class RunFilterSerializer(serializers.Serializer[Any]):
     """Query parameters of the run list."""
 
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     agent = serializers.CharField(required=False, max_length=100)
 
 
-class ApprovalFilterSerializer(serializers.Serializer):
+class ApprovalFilterSerializer(serializers.Serializer[Any]):
     """Query parameters of the approval list (pending ones unless ``status`` says)."""
 
     status = serializers.ChoiceField(

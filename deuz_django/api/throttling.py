@@ -9,7 +9,8 @@ needs no configuration; the project's own throttle classes still apply on top::
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.settings import api_settings
@@ -29,7 +30,9 @@ class DeuzRateThrottle(SimpleRateThrottle):
 
     def allow_request(self, request: Any, view: Any) -> bool:
         self.scope = READ_SCOPE if request.method in SAFE_METHODS else WRITE_SCOPE
-        self.rate = api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        # Rates are "N/period" strings; the DRF stubs type them as numbers.
+        rates = cast("Mapping[str, str | None]", api_settings.DEFAULT_THROTTLE_RATES)
+        self.rate = rates.get(self.scope)
         if self.rate is None:
             return True
         self.num_requests, self.duration = self.parse_rate(self.rate)

@@ -20,7 +20,7 @@ from .docs import operation
 
 app_name = "deuz"
 
-SCHEMA_SETTINGS = {
+SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
     "approvals, signed verdicts and resume.",

@@ -48,7 +48,7 @@ class DeuzMetadata(SimpleMetadata):
         return {}
 
 
-class DeuzAPIView(generics.GenericAPIView):
+class DeuzAPIView(generics.GenericAPIView[Any]):
     """Policies every endpoint shares: JSON only, signed-in users, the Deuz error shape
     — named here, so the project's own DRF defaults change nothing of the API (its
     throttle rates aside: :mod:`.throttling`)."""
@@ -73,7 +73,9 @@ class DeuzAPIView(generics.GenericAPIView):
         return {**super().get_serializer_context(), "run_url": self.run_url}
 
     def run_url(self, run_id: str) -> str:
-        namespace = self.request.resolver_match.namespace
+        match = self.request.resolver_match
+        assert match is not None  # the URLconf resolved this view
+        namespace = match.namespace
         path = reverse(f"{namespace}:run-detail", kwargs={"runId": run_id})
         return self.request.build_absolute_uri(path)
 

@@ -31,7 +31,7 @@ the question is refused by the verdict's check, reported on the page, and not re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.views import redirect_to_login
@@ -75,7 +75,8 @@ class ActionForm(forms.Form):
 
     def __init__(self, *args: Any, verdicts: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["verdict"].choices = [(v, v) for v in verdicts]
+        verdict = cast(forms.ChoiceField, self.fields["verdict"])
+        verdict.choices = [(v, v) for v in verdicts]
 
 
 @require_http_methods(["GET", "POST"])

@@ -185,6 +185,7 @@ def check_verdict(
     Records nothing. An approval too old to decide is refused with
     :class:`ApprovalExpired` (:func:`decide` records it as expired instead).
     """
+    problem: str | None
     if not is_signed_in(user):
         problem = "Sign in to decide approvals."
         return Refusal(NotPermitted(problem), problem, "approvalId")
@@ -211,6 +212,7 @@ def state_refusal(
 ) -> Refusal | None:
     """The part of :func:`check_verdict` that holds for anyone, operators included: the
     approval is still pending and decidable, and an approving verdict's token is good."""
+    problem: str | None
     if not approval.is_pending:
         return Refusal(
             ApprovalAlreadyDecided(

@@ -44,7 +44,7 @@ def approvals_waiting(scope: Scope) -> list[Chart]:
         oldest=Min("created_at"), **buckets
     )
     waiting = tuple(found[f"b{i}"] for i in range(len(AGE_BUCKETS)))
-    notes = ()
+    notes: tuple[str, ...] = ()
     if found["oldest"] is not None:
         age = int((now - found["oldest"]).total_seconds())
         notes = (f"{sum(waiting)} waiting; the oldest for {format_duration(age)}.",)

@@ -4,7 +4,9 @@ period, over root runs (a sub-agent's usage is already in its root's)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import date
+from typing import Any
 
 from django.db.models import BigIntegerField, Count, QuerySet, Sum
 from django.db.models.fields.json import KT
@@ -104,7 +106,9 @@ def tokens_and_cost(scope: Scope) -> list[Chart]:
     costs: dict[str, dict[date, float]] = defaultdict(dict)
     unpriced: set[str] = set()
     pricers: dict[str, Pricer | None] = {}
-    for row in rows:
+    for values in rows:
+        # The usage sums are annotations the Django plugin cannot name from a ** dict.
+        row: Mapping[str, Any] = values
         agent, day = row["agent"], row["day"]
         tokens[agent][day] = row["total_tokens"]
         if agent not in pricers:
@@ -117,7 +121,7 @@ def tokens_and_cost(scope: Scope) -> list[Chart]:
         else:
             costs[agent][day] = costs[agent].get(day, 0) + cost
     agents = sorted(tokens)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if unpriced:
         # Said to the staff who read the dashboard; how to set prices is for the
         # developers, in the docs (docs/dashboard.md).

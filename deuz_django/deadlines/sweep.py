@@ -40,6 +40,7 @@ from ..approvals.verdicts import Decision, record_timeout
 from ..exceptions import RunBusy, RunNotResumable
 from ..models import Approval, ApprovalStatus
 from ..runs import continuing as continuation
+from ..runs.claims import claim
 from ..runs.tasks import enqueue_claimed_leg
 from ..signals import approval_escalated, approval_reminder, send_on_commit
 from ..storage.db import bounded_atomic, locked
@@ -160,7 +161,7 @@ def _remind(row: Approval, now: datetime) -> bool:
 
 def _claim(run_id: str) -> Lease | None:
     try:
-        return continuation.claim(run_id)
+        return claim(run_id)
     except (RunBusy, RunNotResumable, LookupError) as error:
         # Another leg has it, it moved on, or it still waits: whoever holds it goes on.
         logger.info("deuz: run %s not continued after a timeout: %s", run_id, error)

@@ -10,9 +10,11 @@ import json
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def bind_current_asks(apps, schema_editor):
+def bind_current_asks(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """On a suspended run, the latest row of each call it waits on joins the current
     ask (rows without a digest are checked against their stored input)."""
     Approval = apps.get_model("deuz_django", "Approval")

@@ -222,7 +222,7 @@ class Approval(models.Model):
     def receipt(self) -> RunCall | None:
         """The execution this decision authorized (``None``: none ran on it)."""
         try:
-            return self.execution  # type: ignore[no-any-return]
+            return self.execution
         except RunCall.DoesNotExist:
             return None
 

@@ -26,7 +26,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .visibility import visible_runs
+from .runs import Run
 
 # Wait after the first failed attempt; each further one waits twice as long, up to the cap.
 RETRY_BASE = timedelta(minutes=1)
@@ -50,8 +50,7 @@ class DeliveryStatus(models.TextChoices):
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
     def for_user(self, user: Any) -> DeliveryQuerySet:
         """The deliveries about runs ``user`` may see (the admin's delivery log)."""
-        runs = self.model._meta.get_field("run").related_model._default_manager
-        return self.filter(run__in=visible_runs(runs.roots(), user))
+        return self.filter(run__in=Run.objects.for_user(user))
 
     def due(self, now: datetime) -> DeliveryQuerySet:
         return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
@@ -107,7 +106,8 @@ class Delivery(models.Model):
 def retry_delay(attempt: int, timeout: float) -> timedelta:
     """How long after attempt ``attempt`` starts the next one may: its ``timeout``
     (seconds) and then :data:`RETRY_BASE`, doubling with each attempt."""
-    backoff = min(RETRY_BASE * 2 ** max(0, attempt - 1), RETRY_CAP)
+    doublings: int = 2 ** max(0, attempt - 1)  # int ** int is Any to type checkers
+    backoff = min(RETRY_BASE * doublings, RETRY_CAP)
     return timedelta(seconds=timeout) + backoff
 
 

@@ -94,6 +94,9 @@ class WebhookNotifier(Notifier):
             raise NotifierConfigError(
                 f"TIMEOUT must be a number of seconds above 0, at most {MAX_TIMEOUT}."
             )
+        # Both were checked above, in ways a type checker cannot follow.
+        assert isinstance(url, str)
+        assert isinstance(secret, str)
         self.url = url
         self.secret = secret
         self.timeout = float(timeout)

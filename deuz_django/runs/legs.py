@@ -244,8 +244,8 @@ async def run_leg(
                 run, leg, stream = await _start(lease, controller)
             except RunStopped as stop:
                 return await _database(_stopped_outcome, lease, stop)
-            except Exception as error:  # e.g. no approval secret under a bare daphne
-                return await _failed_to_start(lease, controller, error, released)
+            except Exception as failure:  # e.g. no approval secret under a bare daphne
+                return await _failed_to_start(lease, controller, failure, released)
             logger.info(
                 "deuz: run %s %s (leg %d)",
                 run_id,

@@ -30,11 +30,11 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.apps import apps
@@ -58,6 +58,7 @@ from ..storage.leases import Lease
 from ..streaming.live import LegStream
 from . import continuing as continuation
 from . import draining
+from .claims import claim
 from .tasks import enqueue_claimed_leg, run_claimed_leg_task
 
 logger = logging.getLogger("deuz_django")
@@ -106,7 +107,7 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
         .first()
     )
     try:
-        lease = continuation.claim(run_id)
+        lease = claim(run_id)
     except (RunBusy, RunNotResumable, LookupError) as error:
         logger.info("deuz: run %s not recovered: %s", run_id, error)
         return None
@@ -281,7 +282,7 @@ class Sweep:
 
     name: str
     run: Callable[[], Report]
-    arun: Callable[[], Awaitable[Report]] | None
+    arun: Callable[[], Coroutine[Any, Any, Report]] | None
 
 
 SWEEPS = (

@@ -24,6 +24,7 @@ was taken over (fencing): the stale leg's save raises
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import threading
 from collections import OrderedDict
@@ -217,7 +218,7 @@ class DjangoSessionStore:
     async def adelete(self, run_id: str) -> None:
         await sync_to_async(self.delete)(run_id)
 
-    async def alist(self) -> list[str]:
+    async def alist(self) -> builtins.list[str]:  # list: the method above
         return await sync_to_async(self.list)()
 
     # -- internals ------------------------------------------------------------------------
@@ -236,8 +237,9 @@ class DjangoSessionStore:
         if found is not None:
             return found
         parent = None
-        if is_child_run_id(run_id):
-            parent = Run.objects.named(parent_run_id(run_id)).first()
+        parent_id = parent_run_id(run_id)  # None: a root run
+        if parent_id is not None:
+            parent = Run.objects.named(parent_id).first()
         created = Run.objects.create(
             run_id=run_id,
             parent=parent,
@@ -400,7 +402,7 @@ def _message_rows(
     messages: tuple[Message, ...], start: int
 ) -> list[boundary_write.MessageRow]:
     """``(index, role, data, digest)`` of the messages from ``start`` on."""
-    rows = []
+    rows: list[boundary_write.MessageRow] = []
     for index in range(start, len(messages)):
         data = encode_message(messages[index])
         rows.append((index, messages[index].role, data, digest(data)))

@@ -204,8 +204,8 @@ class DatabaseJournal:
                 ]
                 try:
                     errors = await sync_to_async(self._append_many)(batches)
-                except Exception as error:
-                    errors = [error] * len(taken)
+                except Exception as failure:
+                    errors = [failure] * len(taken)
                 for (_, _, _, done), error in zip(taken, errors, strict=True):
                     if done.done():
                         continue

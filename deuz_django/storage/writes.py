@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -44,6 +44,8 @@ from django.utils import timezone
 from ..models import Run, RunCall, RunMessage, RunStep
 
 if TYPE_CHECKING:
+    from django.db.models import Field
+
     from .leases import Lease
 
 MessageRow = tuple[int, str, str, str]  # index, role, data, digest
@@ -114,7 +116,8 @@ def _append_statement(
     it ``keeps_status``) — on PostgreSQL in the CTE that also inserts the messages, on
     SQLite alone (the ``INSERT`` follows it)."""
     fields = [
-        Run._meta.get_field(name)
+        # The run's own columns: never the reverse side of a relation.
+        cast("Field[Any, Any]", Run._meta.get_field(name))
         for name in columns
         if not (keeps_status and name == "status")
     ]

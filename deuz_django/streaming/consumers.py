@@ -93,15 +93,13 @@ class RunConsumer(AsyncWebsocketConsumer):
                 return
             frame = frames.parse(text_data)
             frame_type = frame.get("type")
-            handler = (
-                self.HANDLERS.get(frame_type) if isinstance(frame_type, str) else None
-            )
-            if handler is None:
+            if not isinstance(frame_type, str) or frame_type not in self.HANDLERS:
                 known = ", ".join(sorted(self.HANDLERS))
                 raise FrameError(
                     "unknown_type",
                     f"unknown frame type {frame_type!r} (known: {known})",
                 )
+            handler = self.HANDLERS[frame_type]
             try:
                 await handler(self, frames.validate(frame_type, frame))
             except FrameError:

@@ -36,7 +36,7 @@ class FrameError(Exception):
         self.code = code
 
 
-class RunFrame(serializers.Serializer):
+class RunFrame(serializers.Serializer[Any]):
     """``unsubscribe`` and ``cancel``: just the run."""
 
     runId = RunIdField()
@@ -56,7 +56,7 @@ class StopFrame(StopSerializer):
     runId = RunIdField()
 
 
-FRAMES: dict[str, type[serializers.Serializer]] = {
+FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "start": StartRunSerializer,
     "subscribe": SubscribeFrame,
     "unsubscribe": RunFrame,

@@ -3,8 +3,8 @@
 The original TypeScript client (``connectDeuzStream``) can follow our runs: ``id: <seq>``
 lines, ``Last-Event-ID`` replay, the live tail, ``[DONE]`` at the last leg's end, and crash
 continuation (the reader, :mod:`deuz_django.streaming.following`, continues a run whose process
-died). Requests authenticate like every API request, through the REST framework's
-authentication classes (session, token, …).
+died). Requests authenticate like every API request, through the API's authentication
+classes (:mod:`deuz_django.api.authentication`), not the project's DRF default.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from rest_framework.exceptions import (
     APIException,
     AuthenticationFailed,
@@ -28,6 +29,7 @@ from ..api.authentication import authentication_classes
 from ..api.exceptions import InvalidRequest, error_body
 from ..core import sse
 from ..core.exceptions import InvalidInputError
+from ..core.wire import WireVersion
 from ..exceptions import RunNotFound
 from ..models import Run
 from ..permissions import is_signed_in
@@ -57,7 +59,7 @@ def _refused(error: APIException) -> JsonResponse:
     return JsonResponse(error_body(error), status=error.status_code)
 
 
-async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
+async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if request.method != "GET":
         return _refused(MethodNotAllowed(request.method or ""))
     user = await sync_to_async(_authenticate)(request)
@@ -85,9 +87,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponse:
     )
 
 
-async def _body(
-    run_id: str, cursor: int, version: sse.WireVersion
-) -> AsyncIterator[str]:
+async def _body(run_id: str, cursor: int, version: WireVersion) -> AsyncIterator[str]:
     """Replay after ``cursor`` and tail until the last leg's end (R11.10)."""
     journal = get_journal()
     try:

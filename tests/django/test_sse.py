@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.test import AsyncClient
+from django.conf import settings
+from django.test import AsyncClient, override_settings
 
 from deuz_django import services
 
@@ -119,3 +120,31 @@ async def test_token_authentication_works_for_the_typescript_client(
     )
     assert response.status_code == 200
     assert (await read_body(response)).endswith("data: [DONE]\n\n")
+
+
+async def test_the_stream_authenticates_as_the_api_does_not_as_drfs_defaults(
+    finished_run: tuple[Any, str],
+) -> None:
+    from rest_framework.authtoken.models import Token
+
+    owner, run_id = finished_run
+    url = f"/api/deuz/runs/{run_id}/stream"
+    token = await sync_to_async(Token.objects.create)(user=owner)
+    # A project whose own DRF default authenticates nobody: the stream still does.
+    with override_settings(REST_FRAMEWORK={"DEFAULT_AUTHENTICATION_CLASSES": []}):
+        response = await AsyncClient().get(
+            url, headers={"Authorization": f"Token {token.key}"}
+        )
+        assert response.status_code == 200
+        await read_body(response)
+    basic = ["rest_framework.authentication.BasicAuthentication"]
+    with override_settings(DEUZ={**settings.DEUZ, "API_AUTHENTICATION_CLASSES": basic}):
+        response = await AsyncClient().get(
+            url,
+            headers={"Authorization": "Basic YW5uOnB3"},  # ann:pw
+        )
+        assert response.status_code == 200
+        await read_body(response)
+        browser = AsyncClient()
+        await browser.aforce_login(owner)
+        assert (await browser.get(url)).status_code == 401  # no session here

@@ -196,9 +196,10 @@ class Command(BaseCommand):
 
     def _drop_output(self) -> None:
         """The reader went away (``deuz runs | head``): what is left goes nowhere."""
-        if getattr(self.stdout, "_out", None) is sys.stdout:
+        out = getattr(self.stdout, "_out", None)
+        if out is not None and out is sys.stdout:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            os.dup2(devnull, out.fileno())
             os.close(devnull)
 
     # -- actions ----------------------------------------------------------------------------
