@@ -20,16 +20,16 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError
 from django.utils import timezone
 
+from .approvals.expiry import EXPIRED_REASON
+from .approvals.pending import current_pending
+from .approvals.signing import approval_signer
 from .approvals.verdicts import (
-    EXPIRED_REASON,
     RESUMED_WITHOUT_VERDICT,
     Decision,
     RecordedResult,
     Refusal,
     Verdict,
-    approval_signer,
     check_verdict,
-    current_pending,
     record_verdict,
     state_refusal,
 )

@@ -12,8 +12,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from ..approvals.expiry import is_expired
 from ..approvals.questions import question_of
-from ..approvals.verdicts import is_expired
 from ..models import IN_DOUBT, Approval, ApprovalKind, Run
 from . import display
 

@@ -17,7 +17,7 @@ from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from ..approvals.verdicts import expiry_cutoff, is_expired
+from ..approvals.expiry import expiry_cutoff, is_expired
 from ..core.exceptions import DeuzError
 from ..core.mcp import MCPTool
 from ..core.usage import Usage

@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy
 
 from .. import services
 from ..approvals.questions import question_of
-from ..approvals.verdicts import definition_changes
+from ..approvals.tool_versions import definition_changes
 from ..conf import deuz_settings
 from ..core.questions import Question
 from ..exceptions import NotPermitted, RunNotStoppable

@@ -13,7 +13,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..approvals.verdicts import definition_changes
+from ..approvals.tool_versions import definition_changes
 from ..core.durable.codec import decode_json
 from ..models import (
     Approval,

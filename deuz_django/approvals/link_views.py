@@ -48,10 +48,10 @@ from ..models import IN_DOUBT, Approval, ApprovalKind
 from ..notifications.emails import expires_at
 from ..permissions import can_view_run, decide_refusal, is_signed_in
 from ..runs.transcript import pretty
+from .expiry import is_expired
 from .links import DECIDED_BY_LINK, VERDICTS, ActionLink, label, read_token
 from .page_verdicts import REASON_MAX_LENGTH, decide, form_problems
 from .questions import question_of, read_answer
-from .verdicts import is_expired
 
 TEMPLATE = "deuz_django/approval_action.html"
 

@@ -14,16 +14,11 @@ from django.utils import timezone
 from ..exceptions import RunBusy, RunNotResumable
 from ..models import Approval, ApprovalStatus, Run
 from ..storage.db import bounded_atomic, locked
-from .verdicts import (
-    EXPIRED_REASON,
-    RESUMED_WITHOUT_VERDICT,
-    announce_verdict,
-    definition_changed_since_verdict,
-    is_expired,
-    max_age,
-    user_or_none,
-    waiting_ids,
-)
+from .announcing import announce_verdict
+from .expiry import EXPIRED_REASON, is_expired, max_age
+from .pending import waiting_ids
+from .tool_versions import definition_changed_since_verdict
+from .verdicts import RESUMED_WITHOUT_VERDICT, user_or_none
 
 
 def close_undecided(run: Run, *, deny_remaining: bool, user: Any) -> None:

@@ -18,6 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import Tool
+from ..core.exceptions import DeuzError
+from ..models import Approval
+from ..permissions import approval_tool
 
 REMOVED = "the tool is no longer defined"
 
@@ -98,3 +101,50 @@ def _diff(before: Any, after: Any, path: str, lines: list[str]) -> None:
 def _shown(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def current_definition(approval: Approval) -> dict[str, Any] | None:
+    """The definition of the approval's tool as deployed now (``None``: the agent has
+    no such tool any more); raises the agent's error when it cannot be built now."""
+    return definition(approval_tool(approval))
+
+
+def definition_changes(approval: Approval) -> list[str]:
+    """What a deploy changed in the approval's tool since the call was asked, for the
+    approver (``[]``: nothing, or the row predates definitions, or the tool cannot be
+    read now — its deciding is refused then anyway)."""
+    if approval.tool_definition is None:
+        return []
+    try:
+        now = current_definition(approval)
+    except DeuzError:
+        return []
+    return changes(approval.tool_definition, now)
+
+
+def definition_changed_since_verdict(approval: Approval) -> str | None:
+    """Why an approved call may not run on the tool as deployed now: a verdict runs the
+    definition it was given on, never a changed one (``None``: it may run)."""
+    if not approval.decided_on_definition:
+        return None  # decided before definitions were recorded
+    tool = approval.tool_name
+    try:
+        now = digest(current_definition(approval))
+    except DeuzError as error:
+        return f"The {tool} tool cannot be read now ({error}); the call was not run."
+    if now == approval.decided_on_definition:
+        return None
+    return (
+        f"The {tool} tool changed after this call was approved (a deploy), so the "
+        "call was not run: a verdict given on one definition of a tool never runs "
+        "another. Ask for it again if it is still wanted."
+    )
+
+
+def definition_digest_now(approval: Approval) -> str:
+    """The digest of the tool definition a verdict is given on now (``""`` when the
+    tool cannot be read — its approving is refused before this for a person)."""
+    try:
+        return digest(current_definition(approval))
+    except DeuzError:
+        return ""

@@ -35,19 +35,15 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
-from ..conf import deuz_settings
-from ..core import tracing
-from ..core.durable import ApprovalSigner, create_approval_signer, token_problem
-from ..core.durable.codec import decode_json, encode_json
+from ..core.durable.codec import encode_json
 from ..core.exceptions import DeuzError
-from ..core.tools import ToolArgumentsError, ToolCall
+from ..core.tools import ToolArgumentsError
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -55,7 +51,7 @@ from ..exceptions import (
     InvalidVerdict,
     NotPermitted,
 )
-from ..models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, RunStatus
+from ..models import Approval, ApprovalKind, ApprovalStatus, Grant
 from ..models.rules import StandingRule
 from ..permissions import (
     approval_tool,
@@ -65,43 +61,29 @@ from ..permissions import (
     is_signed_in,
 )
 from ..rules.grants import Allow, allow_problem, record_grant
-from ..signals import approval_decided, send_on_commit
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
+from .announcing import announce_verdict
+from .expiry import EXPIRED_REASON, is_expired
+from .pending import current_pending
 from .questions import answer_problem, recorded_answer
-from .tool_versions import changes, definition, digest
+from .signing import token_refusal
+from .tool_versions import definition_digest_now
 
-EXPIRED_REASON = "Approval expired."
+# isort: split
+# The 0.1 names of this module that its split moved (deuz_django.verdicts is this module):
+# code written against them keeps working.
+from .announcing import trace_verdict  # noqa: F401
+from .expiry import expiry_cutoff, max_age  # noqa: F401
+from .pending import pending_ids, waiting_ids  # noqa: F401
+from .signing import approval_signer  # noqa: F401
+from .tool_versions import (  # noqa: F401
+    current_definition,
+    definition_changed_since_verdict,
+    definition_changes,
+)
+
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
-
-
-def approval_signer() -> ApprovalSigner:
-    """The signer for ``DEUZ["APPROVAL_SECRET"]`` (and its fallback secrets)."""
-    secret = deuz_settings.APPROVAL_SECRET
-    if not secret:
-        raise ImproperlyConfigured(
-            "DEUZ['APPROVAL_SECRET'] is not set (check deuz_django.E001)."
-        )
-    return create_approval_signer(
-        secret=secret, fallback_secrets=tuple(deuz_settings.APPROVAL_FALLBACK_SECRETS)
-    )
-
-
-def max_age() -> timedelta | None:
-    """``DEUZ["APPROVAL_MAX_AGE"]``: how long an approval and its token stay decidable."""
-    seconds = deuz_settings.APPROVAL_MAX_AGE
-    return None if seconds is None else timedelta(seconds=float(seconds))
-
-
-def expiry_cutoff(now: datetime | None = None) -> datetime | None:
-    """Approvals created before this moment are too old to decide (``None``: no expiry)."""
-    age = max_age()
-    return None if age is None else (now or timezone.now()) - age
-
-
-def is_expired(approval: Approval, now: datetime | None = None) -> bool:
-    cutoff = expiry_cutoff(now)
-    return cutoff is not None and approval.created_at <= cutoff
 
 
 def user_or_none(user: Any) -> Any:
@@ -159,22 +141,6 @@ class Decision:
     def expired(self) -> bool:
         """The approval was too old: recorded as ``expired``, whatever the verdict was."""
         return self.approval.status == ApprovalStatus.EXPIRED
-
-
-def token_refusal(approval: Approval, token: str | None) -> str | None:
-    """Why ``token`` does not authorize exactly this approval's call on this run now
-    (:func:`deuz_django.core.durable.token_problem`, the check the settle makes too):
-    it must verify, be bound to the run, pin the call (id, tool, input) and be younger
-    than ``APPROVAL_MAX_AGE``."""
-    age = max_age()
-    problem = token_problem(
-        token,
-        ToolCall(approval.tool_call_id, approval.tool_name, approval.input),
-        signer=approval_signer(),
-        run_id=approval.run.run_id,
-        max_age_ms=None if age is None else age / timedelta(milliseconds=1),
-    )
-    return None if problem is None else problem.message
 
 
 def check_verdict(
@@ -360,7 +326,7 @@ def record_verdict(
             answer=recorded_answer(approval, status, verdict.answer),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
             decided_by_grant=automatic if isinstance(automatic, Grant) else None,
-            decided_on_definition=_definition_digest(approval)
+            decided_on_definition=definition_digest_now(approval)
             if status == ApprovalStatus.APPROVED
             else "",
         )
@@ -375,53 +341,6 @@ def record_verdict(
             f"Approval {approval.approval_id} was already {approval.status}."
         )
     return _recorded(approval)
-
-
-def current_definition(approval: Approval) -> dict[str, Any] | None:
-    """The definition of the approval's tool as deployed now (``None``: the agent has
-    no such tool any more); raises the agent's error when it cannot be built now."""
-    return definition(approval_tool(approval))
-
-
-def definition_changes(approval: Approval) -> list[str]:
-    """What a deploy changed in the approval's tool since the call was asked, for the
-    approver (``[]``: nothing, or the row predates definitions, or the tool cannot be
-    read now — its deciding is refused then anyway)."""
-    if approval.tool_definition is None:
-        return []
-    try:
-        now = current_definition(approval)
-    except DeuzError:
-        return []
-    return changes(approval.tool_definition, now)
-
-
-def definition_changed_since_verdict(approval: Approval) -> str | None:
-    """Why an approved call may not run on the tool as deployed now: a verdict runs the
-    definition it was given on, never a changed one (``None``: it may run)."""
-    if not approval.decided_on_definition:
-        return None  # decided before definitions were recorded
-    tool = approval.tool_name
-    try:
-        now = digest(current_definition(approval))
-    except DeuzError as error:
-        return f"The {tool} tool cannot be read now ({error}); the call was not run."
-    if now == approval.decided_on_definition:
-        return None
-    return (
-        f"The {tool} tool changed after this call was approved (a deploy), so the "
-        "call was not run: a verdict given on one definition of a tool never runs "
-        "another. Ask for it again if it is still wanted."
-    )
-
-
-def _definition_digest(approval: Approval) -> str:
-    """The digest of the tool definition a verdict is given on now (``""`` when the
-    tool cannot be read — its approving is refused before this for a person)."""
-    try:
-        return digest(current_definition(approval))
-    except DeuzError:
-        return ""
 
 
 def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | None:
@@ -450,51 +369,6 @@ def _recorded(approval: Approval) -> Decision:
     return Decision(approval, run_ready=not current_pending(approval.run).exists())
 
 
-def announce_verdict(approval: Approval) -> None:
-    """A recorded verdict leaves its traces: the ``await_approval`` span and, once its
-    transaction commits, the ``approval_decided`` signal."""
-    trace_verdict(approval)
-    send_on_commit(approval_decided, Approval, approval=approval)
-
-
-def trace_verdict(approval: Approval) -> None:
-    """The wait for a recorded verdict as an ``await_approval {tool}`` span in the run's
-    trace, from the request to the verdict, naming who decided (a no-op unless
-    OpenTelemetry records spans). Recorded here, where every verdict is written — by a
-    person, an operator, an expiry or a resume that denies what is undecided — so the wait
-    shows up when it ends, not only once the run resumes."""
-    assert approval.decided_at is not None
-    if approval.decided_by_rule_id is not None:
-        decider = {"kind": "rule", "rule.id": str(approval.decided_by_rule_id)}
-    elif approval.decided_by_grant_id is not None:
-        decider = {"kind": "grant", "grant.id": str(approval.decided_by_grant_id)}
-    elif approval.operator:
-        decider = {"kind": "operator", "operator": approval.operator}
-    elif approval.decided_by is not None:
-        decider = {
-            "kind": "user",
-            "user.id": str(approval.decided_by.pk),
-            "user.name": str(approval.decided_by.get_username()),
-        }
-    else:
-        decider = {"kind": "system"}
-    tracing.record_approval(
-        approval.run.trace_context,
-        tool_name=approval.tool_name,
-        tool_call_id=approval.tool_call_id,
-        approval_id=approval.approval_id,
-        status=approval.status,
-        requested_at_ns=_ns(approval.created_at),
-        decided_at_ns=_ns(approval.decided_at),
-        decider=decider,
-        reason=approval.reason,
-    )
-
-
-def _ns(moment: datetime) -> int:
-    return int(moment.timestamp()) * 10**9 + moment.microsecond * 1000
-
-
 def _settle_in_doubt(approval: Approval, result: RecordedResult | None) -> None:
     """Write a person's answer to an in-doubt call into the step journal: its outcome
     ("it happened"), or no record at all ("run it again")."""
@@ -506,36 +380,3 @@ def _settle_in_doubt(approval: Approval, result: RecordedResult | None) -> None:
         calls.update(
             finished=True, result=encode_json(result.value), is_error=result.is_error
         )
-
-
-def pending_ids(run: Run) -> list[str]:
-    """The approval ids the run's latest checkpoint is suspended on."""
-    if run.status != RunStatus.SUSPENDED or not run.pending_approvals:
-        return []
-    return [item["approvalId"] for item in decode_json(run.pending_approvals)]
-
-
-def waiting_ids(run: Run) -> list[str]:
-    """The approval ids a suspended run's next leg settles: those its checkpoint is
-    suspended on, and its client tool calls (D11: rows of kind ``client_tool`` of the
-    current ask)."""
-    if run.status != RunStatus.SUSPENDED:
-        return []
-    client_calls = (
-        Approval.objects.asked_at(run)
-        .filter(kind=ApprovalKind.CLIENT_TOOL)
-        .exclude(approval_id__in=pending_ids(run))
-    )
-    return [*pending_ids(run), *client_calls.values_list("approval_id", flat=True)]
-
-
-def current_pending(run: Run) -> QuerySet[Approval]:
-    """The approvals the run still waits for: undecided and not yet too old to decide."""
-    waiting = waiting_ids(run)
-    if not waiting:  # a running or finished run: nothing to build a query for
-        return run.approvals.none()
-    pending = Approval.objects.asked_at(run).filter(
-        approval_id__in=waiting, status=ApprovalStatus.PENDING
-    )
-    cutoff = expiry_cutoff()
-    return pending if cutoff is None else pending.filter(created_at__gt=cutoff)

@@ -30,7 +30,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from ..approvals import links as action_links
-from ..approvals.verdicts import max_age
+from ..approvals.expiry import max_age
 from ..models import IN_DOUBT, Approval, ApprovalKind
 from ..models.deliveries import Delivery, DeliveryChannel, record_content
 from ..runs.transcript import pretty

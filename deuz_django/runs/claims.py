@@ -18,7 +18,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from ..approvals.verdicts import current_pending
+from ..approvals.pending import current_pending
 from ..core import AbortController
 from ..exceptions import NotPermitted, RunBusy, RunNotResumable, RunStopped
 from ..models import Run, RunStatus

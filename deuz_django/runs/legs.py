@@ -21,8 +21,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..approvals.asking import record_suspension
+from ..approvals.pending import current_pending
 from ..approvals.settling import close_undecided, collect_verdicts, settle_max_age_ms
-from ..approvals.verdicts import approval_signer, current_pending
+from ..approvals.signing import approval_signer
 from ..core import AbortController, Deps, ErrorPart, StreamPart, tracing
 from ..core.durable import resume_stream_from_checkpoint
 from ..core.generate import StreamChatResult

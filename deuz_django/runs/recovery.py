@@ -46,7 +46,7 @@ from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
 from .. import notifications
-from ..approvals.verdicts import expiry_cutoff
+from ..approvals.expiry import expiry_cutoff
 from ..conf import deuz_settings
 from ..core import AbortController
 from ..deadlines import sweep as deadline_sweep

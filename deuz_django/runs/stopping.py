@@ -25,7 +25,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
-from ..approvals.verdicts import announce_verdict, user_or_none
+from ..approvals.announcing import announce_verdict
+from ..approvals.verdicts import user_or_none
 from ..core import AbortController, ErrorPart
 from ..exceptions import RunBusy, RunNotFound, RunNotStoppable, RunStopped
 from ..models import Approval, ApprovalStatus, Run, RunStatus
