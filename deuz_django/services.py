@@ -60,7 +60,7 @@ from .runs.continuing import (
     enqueue_run,
     run_here_to_end,
 )
-from .runs.legs import ABORTED, LegOutcome
+from .runs.outcomes import ABORTED, LegOutcome
 from .runs.recovery import recoverable_runs, who_continues
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic

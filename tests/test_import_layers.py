@@ -112,7 +112,7 @@ LAYERS = tuple(
         "storage",
         "approvals rules notifications streaming.live runs.stopping runs.transcript "
         "runs.threads runs.draining",
-        "runs.claims runs.legs runs.tasks",
+        "runs.claims runs.legs runs.outcomes runs.tasks",
         "services runs.continuing runs.recovery deadlines.sweep streaming.following "
         "checks apps",
         "api admin dashboard management streaming approvals.link_views "

@@ -27,7 +27,8 @@ from ..registry import agent_tools
 from ..storage import leases
 from ..storage.leases import Lease
 from . import draining, stopping
-from .legs import LegOutcome, PartObserver, check_may_continue, run_leg
+from .legs import PartObserver, check_may_continue, run_leg
+from .outcomes import LegOutcome
 
 logger = logging.getLogger("deuz_django")
 

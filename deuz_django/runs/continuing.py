@@ -48,7 +48,8 @@ from ..storage import leases
 from ..storage.leases import Lease
 from . import draining
 from .claims import claim, run_legs
-from .legs import LegOutcome, PartObserver
+from .legs import PartObserver
+from .outcomes import LegOutcome
 from .tasks import enqueue_claimed_leg, runs_in_caller
 
 logger = logging.getLogger("deuz_django")

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -21,7 +21,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from ..approvals.asking import record_suspension
-from ..approvals.pending import current_pending
 from ..approvals.settling import close_undecided, collect_verdicts, settle_max_age_ms
 from ..approvals.signing import approval_signer
 from ..core import AbortController, Deps, ErrorPart, StreamPart, tracing
@@ -37,7 +36,6 @@ from ..exceptions import (
 )
 from ..models import Run, RunStatus
 from ..registry import AgentSpec, agent_pricer, load_agent
-from ..signals import run_completed, run_failed, run_suspended, send_on_commit
 from ..storage import leases
 from ..storage.db import discard_if_broken, once_more_if_broken
 from ..storage.leases import Lease
@@ -45,53 +43,19 @@ from ..storage.step_journal import ExecutionCounts
 from ..storage.store import DjangoSessionStore
 from ..streaming.live import LegStream
 from . import draining, stopping
+from .outcomes import (
+    ABORTED,
+    LegOutcome,
+    leg_outcome,
+    record_error,
+    sentence,
+    stopped_outcome,
+)
 from .threads import with_django_threads
 
 logger = logging.getLogger("deuz_django")
 
-ABORTED = "The leg was aborted."
 PartObserver = Callable[[StreamPart], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class LegOutcome:
-    """How a leg ended: the run's status afterwards, and the error if the leg failed."""
-
-    run_id: str
-    status: str
-    finish_reason: str | None
-    pending_approvals: int
-    error: str | None = None
-
-    @property
-    def decided(self) -> bool:
-        """The run suspended, but every call it waits on is decided already (standing
-        rules or grants decided them as it suspended): it may continue at once."""
-        return (
-            self.status == RunStatus.SUSPENDED
-            and self.pending_approvals == 0
-            and self.error is None
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """What a background task returns (task results are JSON)."""
-        return {
-            "runId": self.run_id,
-            "status": self.status,
-            "finishReason": self.finish_reason,
-            "pendingApprovals": self.pending_approvals,
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LegOutcome:
-        return cls(
-            run_id=data["runId"],
-            status=data["status"],
-            finish_reason=data["finishReason"],
-            pending_approvals=data["pendingApprovals"],
-            error=data["error"],
-        )
 
 
 def check_may_continue(
@@ -244,7 +208,7 @@ async def run_leg(
             try:
                 run, leg, stream = await _start(lease, controller)
             except RunStopped as stop:
-                return await _database(_stopped_outcome, lease, stop)
+                return await _database(stopped_outcome, lease, stop)
             except Exception as failure:  # e.g. no approval secret under a bare daphne
                 return await _failed_to_start(lease, controller, failure, released)
             logger.info(
@@ -269,37 +233,7 @@ async def run_leg(
             finally:
                 if stream is not None and await _close_stream(stream):
                     released["journal_open"] = False
-            error: str | None = None
-            finish_reason: str | None = None
-            failed = False
-            reason = controller.signal.reason
-            try:
-                finish_reason = (await leg.result()).finish_reason
-            except RunStopped as stop:  # a run-wide limit, as a call was to start
-                reason = stop
-            except Exception as exc:
-                error = str(exc) or type(exc).__name__
-            if isinstance(reason, RunStopped):
-                error = None  # a stop is not a failure: the outcome says stopped
-                if reason.limit:
-                    await _database(
-                        stopping.stop_by_system, run_id, _sentence(reason.limit)
-                    )
-            elif isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
-                # Not the run's failure: recovery continues it from its last boundary
-                # (the database may be back; a lease that lapsed while this leg was
-                # held up is free). A lease taken over is the new holder's: this
-                # release, fenced by generation, leaves its row alone.
-                error = str(reason)
-                released.update(last_error=error[:2000], recover_after=timezone.now())
-            elif isinstance(reason, ProcessStopping):
-                pass  # handed over: another process continues the run at once
-            elif error is not None or finish_reason == "aborted":
-                # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
-                failed = await _database(_record_error, lease, error or ABORTED)
-            elif reason is None:
-                released.update(recovery_attempts=0, recover_after=None)
-            return await _outcome_or_unknown(lease, finish_reason, error, failed)
+            return await _ending(lease, leg, controller, released)
         finally:
             renewer.cancel()
             await asyncio.gather(renewer, return_exceptions=True)
@@ -309,6 +243,47 @@ async def run_leg(
                 logger.exception(
                     "deuz: releasing the lease on run %s failed; it lapses", run_id
                 )
+
+
+async def _ending(
+    lease: Lease,
+    leg: StreamChatResult,
+    controller: AbortController,
+    released: dict[str, Any],
+) -> LegOutcome:
+    """How a leg that ran ended, and what its release records on the run (``released``):
+    a stop is not a failure; a lost lease or a failed save leaves the run to recovery; a
+    shutdown hands it over; a failed or aborted leg keeps its error for the admin."""
+    run_id = lease.run_id
+    error: str | None = None
+    finish_reason: str | None = None
+    failed = False
+    reason = controller.signal.reason
+    try:
+        finish_reason = (await leg.result()).finish_reason
+    except RunStopped as stop:  # a run-wide limit, as a call was to start
+        reason = stop
+    except Exception as exc:
+        error = str(exc) or type(exc).__name__
+    if isinstance(reason, RunStopped):
+        error = None  # a stop is not a failure: the outcome says stopped
+        if reason.limit:
+            await _database(stopping.stop_by_system, run_id, sentence(reason.limit))
+    elif isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
+        # Not the run's failure: recovery continues it from its last boundary (the
+        # database may be back; a lease that lapsed while this leg was held up is
+        # free). A lease taken over is the new holder's: this release, fenced by
+        # generation, leaves its row alone.
+        error = str(reason)
+        released.update(last_error=error[:2000], recover_after=timezone.now())
+    elif isinstance(reason, ProcessStopping):
+        pass  # handed over: another process continues the run at once
+    elif error is not None or finish_reason == "aborted":
+        # Recovery leaves a failed or aborted run alone; an explicit resume continues it.
+        failed = await _database(record_error, lease, error or ABORTED)
+    elif reason is None:
+        released.update(recovery_attempts=0, recover_after=None)
+    return await _outcome_or_unknown(lease, finish_reason, error, failed)
 
 
 async def _start(
@@ -368,7 +343,7 @@ async def _outcome_or_unknown(
     save), the outcome says that instead of raising the driver's error."""
     run_id = lease.run_id
     try:
-        return await _database(_outcome, lease, finish_reason, error, failed)
+        return await _database(leg_outcome, lease, finish_reason, error, failed)
     except DatabaseError as db_error:
         logger.exception("deuz: reading how run %s's leg ended failed", run_id)
         return LegOutcome(
@@ -409,12 +384,6 @@ def _store_trace(run_id: str, traceparent: str) -> None:
         logger.exception("deuz: storing the trace context of run %s failed", run_id)
 
 
-def _record_error(lease: Lease, error: str) -> bool:
-    """Keep the failed leg's error on the run; ``False`` when the lease was taken over
-    (the run is another process's now, and did not fail)."""
-    return Run.objects.held_by(lease).update(last_error=error[:2000]) == 1
-
-
 async def _failed_to_start(
     lease: Lease,
     controller: AbortController,
@@ -426,53 +395,10 @@ async def _failed_to_start(
     the error and the leg's end — never a silent wait — and the run keeps the error,
     as a failed leg does."""
     reason = str(error) or type(error).__name__
-    failed = await _database(_record_error, lease, reason)  # before readers hear it
+    failed = await _database(record_error, lease, reason)  # before readers hear it
     stream = await _open_stream(lease, controller)
     if stream is not None:
         stream.add(ErrorPart(error))
         if await _close_stream(stream):
             released["journal_open"] = False
     return await _outcome_or_unknown(lease, None, reason, failed)
-
-
-def _stopped_outcome(lease: Lease, stop: RunStopped) -> LegOutcome:
-    """The run was asked to stop, or reached a run-wide limit, before the leg began:
-    the stop takes effect, and no leg runs."""
-    if stop.limit:
-        stopping.stop_by_system(lease.run_id, _sentence(stop.limit))
-    return _outcome(lease, None, None, False)
-
-
-def _sentence(problem: str) -> str:
-    return f"{problem[:1].upper()}{problem[1:]}."
-
-
-def _outcome(
-    lease: Lease, finish_reason: str | None, error: str | None, failed: bool
-) -> LegOutcome:
-    """How the leg ended — once a stop asked for meanwhile took effect (the leg still
-    holds the lease)."""
-    run_id = lease.run_id
-    run = Run.objects.get(run_id=run_id)
-    if run.stop_requested_at is not None and run.status != RunStatus.STOPPED:
-        stopping.apply_requested_stop(lease)
-        run.refresh_from_db()
-    pending = list(current_pending(run))
-    if failed:
-        logger.warning("deuz: run %s failed: %s", run_id, error or ABORTED)
-        send_on_commit(run_failed, Run, run=run, error=error or ABORTED)
-    elif run.status == RunStatus.SUSPENDED:
-        logger.info(
-            "deuz: run %s suspended: waits for %d decision(s)", run_id, len(pending)
-        )
-        send_on_commit(run_suspended, Run, run=run, approvals=pending)
-    elif run.status == RunStatus.COMPLETED and error is None:
-        logger.info("deuz: run %s completed", run_id)
-        send_on_commit(run_completed, Run, run=run)
-    return LegOutcome(
-        run_id=run_id,
-        status=run.status,
-        finish_reason=finish_reason,
-        pending_approvals=len(pending),
-        error=error,
-    )

@@ -32,7 +32,7 @@ from ..storage import leases
 from ..storage.leases import Lease
 from . import draining
 from .claims import run_legs
-from .legs import LegOutcome
+from .outcomes import LegOutcome
 
 
 @task
