@@ -61,7 +61,8 @@ from .runs.continuing import (
     run_here_to_end,
 )
 from .runs.outcomes import ABORTED, LegOutcome
-from .runs.recovery import recoverable_runs, who_continues
+from .runs.recoverable import recoverable_runs
+from .runs.recovery import who_continues
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic
 from .storage.store import DjangoSessionStore

@@ -16,6 +16,7 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 
+from . import examples
 from .representations import (
     ApprovalSerializer,
     ErrorSerializer,
@@ -49,117 +50,18 @@ def operation(**documentation: Any) -> Callable[[Any], Any]:
     return decorate
 
 
-_ERRORS = {
-    400: (
-        "The body or a query parameter is invalid; `errors` names each field.",
-        {
-            "detail": 'status: "paused" is not a valid choice.',
-            "code": "invalid",
-            "errors": [
-                {"field": "status", "message": '"paused" is not a valid choice.'}
-            ],
-        },
-    ),
-    401: (
-        "Not signed in (send a session cookie or `Authorization: Token <key>`).",
-        {
-            "detail": "Authentication credentials were not provided.",
-            "code": "not_authenticated",
-        },
-    ),
-    403: (
-        "Signed in, but not allowed (permissions, separation of duties, CSRF).",
-        {"detail": "You may not resume this run.", "code": "permission_denied"},
-    ),
-    404: (
-        "No such run, or one you may not see; or a page past the last.",
-        {"detail": "No run 'run-42'.", "code": "not_found"},
-    ),
-    409: (
-        "The run is busy or completed, approvals are undecided, or already decided.",
-        {
-            "detail": "Run 'run-42' is busy: another leg is running it. "
-            "Try again when it ends.",
-            "code": "run_busy",
-        },
-    ),
-    413: (
-        "The body is larger than `DATA_UPLOAD_MAX_MEMORY_SIZE`.",
-        {
-            "detail": "The request body is larger than 2621440 bytes.",
-            "code": "payload_too_large",
-            "errors": [{"field": "body", "message": "larger than 2621440 bytes"}],
-        },
-    ),
-    415: (
-        "The body is not `application/json`.",
-        {
-            "detail": 'Unsupported media type "text/plain" in request.',
-            "code": "unsupported_media_type",
-        },
-    ),
-    429: (
-        "Too many requests (see `REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']`).",
-        {
-            "detail": "Request was throttled. Expected available in 12 seconds.",
-            "code": "throttled",
-        },
-    ),
-}
-_BAD_TOKEN = {
-    "detail": "Verdict 1 (r1), token: the token was minted for another run. "
-    "Nothing was recorded.",
-    "code": "invalid_verdict",
-    "errors": [
-        {
-            "index": 1,
-            "approvalId": "r1",
-            "field": "token",
-            "message": "the token was minted for another run",
-        }
-    ],
-}
-_OWN_CALL = {
-    "detail": "Verdict 0 (r1), approvalId: The run's owner may not approve their own "
-    "refund call. Nothing was recorded.",
-    "code": "not_permitted",
-    "errors": [
-        {
-            "index": 0,
-            "approvalId": "r1",
-            "field": "approvalId",
-            "message": "The run's owner may not approve their own refund call.",
-        }
-    ],
-}
-_BAD_MESSAGE = {
-    "detail": "messages[0].role: expected system, user, assistant or tool, got 'bot'",
-    "code": "invalid",
-    "errors": [
-        {
-            "field": "messages[0].role",
-            "message": "expected system, user, assistant or tool, got 'bot'",
-        }
-    ],
-}
-_UNDECIDED = {
-    "detail": "Run 'run-42' still waits for a verdict on r1; decide it first, or resume "
-    "now to deny what is undecided.",
-    "code": "run_not_resumable",
-}
-
 READ = (400, 401, 403, 404, 429)
 WRITE = (400, 401, 403, 404, 409, 413, 415, 429)
 
 
 def errors(
-    codes: tuple[int, ...], examples: dict[int, dict[str, Any]] | None = None
+    codes: tuple[int, ...], overrides: dict[int, dict[str, Any]] | None = None
 ) -> dict[int, OpenApiResponse]:
-    """The error responses ``codes``, each with an example (``examples`` overrides)."""
+    """The error responses ``codes``, each with an example (``overrides`` replaces it)."""
     responses = {}
     for code in codes:
-        description, example = _ERRORS[code]
-        example = (examples or {}).get(code, example)
+        description, example = examples.ERRORS[code]
+        example = (overrides or {}).get(code, example)
         responses[code] = OpenApiResponse(
             ErrorSerializer,
             description=description,
@@ -172,49 +74,6 @@ RUN_ID = OpenApiParameter(
     "runId", OpenApiTypes.STR, OpenApiParameter.PATH, description="The run's id."
 )
 
-_TOKEN = "v1.eyJhcHByb3ZhbElkIjoiZTEiLCJ0b29sTmFtZSI6InNlbmRfZW1haWwifQ.<mac>"
-_APPROVAL: dict[str, Any] = {
-    "approvalId": "e1",
-    "runId": "run-42",
-    "toolCallId": "e1",
-    "toolName": "send_email",
-    "input": {"to": "ann@example.com"},
-    "agentPath": [],
-    "token": _TOKEN,
-    "status": "pending",
-    "decidedBy": None,
-    "automaticDecision": None,
-    "decidedAt": None,
-    "reason": "",
-    "createdAt": "2026-01-05T10:00:00Z",
-    "deadline": "2026-01-05T11:00:00Z",
-    "remindAt": "2026-01-05T10:30:00Z",
-    "remindedAt": None,
-    "escalateTo": None,
-    "escalatedAt": None,
-}
-_RUN = {
-    "runId": "run-42",
-    "agent": "assistant",
-    "owner": "ann",
-    "title": "Email the customer",
-    "status": "suspended",
-    "stepIndex": 1,
-    "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
-    "messageCount": 2,
-    "lastError": "",
-    "busy": False,
-    "pendingApprovals": [_APPROVAL],
-    "createdAt": "2026-01-05T10:00:00Z",
-    "updatedAt": "2026-01-05T10:00:01Z",
-    "url": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
-}
-_LINK = {
-    "runId": "run-42",
-    "detail": "Resumed: it continues on this server.",
-    "resumeQueued": True,
-    "statusUrl": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
-}
 
 list_runs = operation(
     operation_id="listRuns",
@@ -224,7 +83,7 @@ list_runs = operation(
     tags=["runs"],
     parameters=[RunFilterSerializer],
     responses={200: RunSerializer(many=True), **errors(READ)},
-    examples=[OpenApiExample("Runs", value=_RUN, response_only=True)],
+    examples=[OpenApiExample("Runs", value=examples.RUN, response_only=True)],
 )
 
 start_run = operation(
@@ -234,7 +93,7 @@ start_run = operation(
     "a background task. `text` is a shorthand for a last user message.",
     tags=["runs"],
     request=StartRunSerializer,
-    responses={201: RunSerializer, **errors(WRITE, {400: _BAD_MESSAGE})},
+    responses={201: RunSerializer, **errors(WRITE, {400: examples.BAD_MESSAGE})},
     examples=[
         OpenApiExample(
             "Text", value={"agent": "assistant", "text": "Hello!"}, request_only=True
@@ -251,7 +110,9 @@ start_run = operation(
             },
             request_only=True,
         ),
-        OpenApiExample("Started", value=_RUN, response_only=True, status_codes=[201]),
+        OpenApiExample(
+            "Started", value=examples.RUN, response_only=True, status_codes=[201]
+        ),
     ],
 )
 
@@ -261,7 +122,7 @@ get_run = operation(
     tags=["runs"],
     parameters=[RUN_ID],
     responses={200: RunSerializer, **errors(READ)},
-    examples=[OpenApiExample("Suspended", value=_RUN, response_only=True)],
+    examples=[OpenApiExample("Suspended", value=examples.RUN, response_only=True)],
 )
 
 list_messages = operation(
@@ -306,7 +167,7 @@ list_approvals = operation(
     tags=["approvals"],
     parameters=[ApprovalFilterSerializer],
     responses={200: ApprovalSerializer(many=True), **errors(READ)},
-    examples=[OpenApiExample("Pending", value=_APPROVAL, response_only=True)],
+    examples=[OpenApiExample("Pending", value=examples.APPROVAL, response_only=True)],
 )
 
 post_verdicts = operation(
@@ -331,14 +192,14 @@ post_verdicts = operation(
     responses={
         200: VerdictResultSerializer,
         202: VerdictResultSerializer,
-        **errors(WRITE, {400: _BAD_TOKEN, 403: _OWN_CALL}),
+        **errors(WRITE, {400: examples.BAD_TOKEN, 403: examples.OWN_CALL}),
     },
     examples=[
         OpenApiExample(
             "Approve and deny",
             value={
                 "verdicts": [
-                    {"approvalId": "e1", "approved": True, "token": _TOKEN},
+                    {"approvalId": "e1", "approved": True, "token": examples.TOKEN},
                     {"approvalId": "r1", "approved": False, "reason": "Not today."},
                 ],
                 "resume": True,
@@ -352,7 +213,7 @@ post_verdicts = operation(
                     {
                         "approvalId": "e1",
                         "approved": True,
-                        "token": _TOKEN,
+                        "token": examples.TOKEN,
                         "allow": {"scope": "owner", "hours": 24},
                     }
                 ]
@@ -362,7 +223,7 @@ post_verdicts = operation(
         OpenApiExample(
             "Recorded, resuming",
             value={
-                **_LINK,
+                **examples.LINK,
                 "detail": "Verdicts recorded; the run resumes: it is queued for a worker "
                 "(DatabaseBackend); if no worker starts it within 30 s, this server's "
                 "recovery sweep continues it.",
@@ -383,12 +244,14 @@ resume_run = operation(
     tags=["runs"],
     parameters=[RUN_ID],
     request=ResumeSerializer,
-    responses={202: RunLinkSerializer, **errors(WRITE, {409: _UNDECIDED})},
+    responses={202: RunLinkSerializer, **errors(WRITE, {409: examples.UNDECIDED})},
     examples=[
         OpenApiExample(
             "Deny the rest", value={"denyRemaining": True}, request_only=True
         ),
-        OpenApiExample("Queued", value=_LINK, response_only=True, status_codes=[202]),
+        OpenApiExample(
+            "Queued", value=examples.LINK, response_only=True, status_codes=[202]
+        ),
     ],
 )
 

@@ -40,18 +40,17 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.apps import apps
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
 from .. import notifications
-from ..approvals.expiry import expiry_cutoff
 from ..conf import deuz_settings
 from ..core import AbortController
 from ..deadlines import sweep as deadline_sweep
 from ..exceptions import RunBusy, RunNotResumable
-from ..models import Approval, ApprovalStatus, Run, RunStatus
+from ..models import Run, RunStatus
 from ..signals import run_failed, send_on_commit
 from ..storage import leases
 from ..storage.leases import Lease
@@ -59,6 +58,7 @@ from ..streaming.live import LegStream
 from . import continuing as continuation
 from . import draining
 from .claims import claim
+from .recoverable import recoverable_runs
 from .tasks import enqueue_claimed_leg, run_claimed_leg_task
 
 logger = logging.getLogger("deuz_django")
@@ -143,47 +143,6 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
     )
     logger.info("deuz: run %s recovered by the sweep (attempt %d)", run_id, attempt)
     return lease
-
-
-def recoverable_runs(
-    older_than: float, *, run_id: str | None = None, due: bool = False
-) -> list[str]:
-    """Root runs a dead process left behind, oldest first: mid-run with a lapsed lease, or
-    suspended on approvals that are all decided (or too old to decide) but never resumed.
-
-    A run whose last leg failed or was aborted is not recovered (it would fail again);
-    ``deuz resume`` continues it explicitly — unless the failure is one recovery retries
-    (a checkpoint save failed: ``recover_after`` is set). ``due`` keeps only the runs
-    whose backoff has passed (the automatic sweep; operators and readers do not wait).
-    ``run_id`` asks about that one run (a reader's crash continuation).
-    """
-    now = timezone.now()
-    idle = Q(updated_at__lt=now - timedelta(seconds=older_than))
-    candidates = Run.objects.roots().lease_free(now).filter(idle).order_by("updated_at")
-    if run_id is not None:
-        candidates = candidates.filter(run_id=run_id)
-    if due:
-        candidates = candidates.filter(
-            Q(recover_after=None) | Q(recover_after__lte=now)
-        )
-    running = candidates.filter(status=RunStatus.RUNNING).filter(
-        Q(last_error="") | Q(recover_after__isnull=False)
-    )
-    undecided = Approval.objects.filter(
-        run=OuterRef("pk"), status=ApprovalStatus.PENDING
-    )
-    cutoff = expiry_cutoff(now)
-    if cutoff is not None:
-        undecided = undecided.filter(created_at__gt=cutoff)
-    decided = (
-        candidates.filter(status=RunStatus.SUSPENDED)
-        .exclude(pending_approvals="")
-        .exclude(Exists(undecided))
-    )
-    return [
-        *running.values_list("run_id", flat=True),
-        *decided.values_list("run_id", flat=True),
-    ]
 
 
 def due_runs() -> list[str]:

@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 
 from ..core.journal import Record, is_done
 from ..runs.continuing import acontinue_quietly
-from ..runs.recovery import recoverable_runs
+from ..runs.recoverable import recoverable_runs
 from ..storage.stream_journal import get_journal
 from .live import feed
 
