@@ -28,7 +28,7 @@ import os
 import sys
 from argparse import ArgumentParser
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -50,6 +50,7 @@ from ...exceptions import (
 from ...models import Approval, Run, RunStatus
 from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
+from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
 from ..output import (
     BAD_ARGUMENTS,
@@ -68,15 +69,6 @@ NO_DECIDER = (
 )
 
 
-class _Parser(CommandParser):
-    """Bad arguments exit with argparse's 2, also under ``call_command`` (Django uses 1)."""
-
-    def error(self, message: str) -> NoReturn:
-        if self.called_from_command_line:
-            super().error(message)
-        raise CommandError(f"Error: {message}", returncode=BAD_ARGUMENTS)
-
-
 class Command(BaseCommand):
     help = "Inspect and drive durable agent runs."
 
@@ -84,95 +76,12 @@ class Command(BaseCommand):
         self, prog_name: str, subcommand: str, **kwargs: Any
     ) -> CommandParser:
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.__class__ = _Parser  # Django builds a plain CommandParser
+        parser.__class__ = Parser  # Django builds a plain CommandParser
         parser.epilog = __doc__
         return parser
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        commands = parser.add_subparsers(
-            dest="action", metavar="ACTION", required=True, parser_class=_Parser
-        )
-        runs = commands.add_parser("runs", help="List runs.")
-        runs.add_argument("--status", choices=RunStatus.values)
-        runs.add_argument("--agent")
-        runs.add_argument("--owner", help="Owner's username.")
-        runs.add_argument(
-            "--json", action="store_true", help="One JSON object per line."
-        )
-        runs.add_argument("--limit", type=int, default=100)
-
-        show = commands.add_parser(
-            "show", help="Show a run's transcript (sub-agents too) and approvals."
-        )
-        show.add_argument("run_id")
-
-        resume = commands.add_parser(
-            "resume", help="Record verdicts, then run the next leg."
-        )
-        resume.add_argument("run_id")
-        resume.add_argument(
-            "--approve", action="append", default=[], metavar="APPROVAL_ID"
-        )
-        resume.add_argument(
-            "--deny", action="append", default=[], metavar="APPROVAL_ID"
-        )
-        resume.add_argument("--reason", default="", help="Reason recorded with --deny.")
-        resume.add_argument(
-            "--deny-remaining",
-            action="store_true",
-            help="Deny every approval still undecided instead of refusing to resume.",
-        )
-        decider = resume.add_mutually_exclusive_group()
-        decider.add_argument(
-            "--as",
-            dest="as_user",
-            metavar="USERNAME",
-            help="Decide as this user, with their permissions.",
-        )
-        decider.add_argument(
-            "--operator",
-            metavar="NAME",
-            help="An operator override: no user permission rules (the token is still "
-            "checked); recorded as such, with NAME.",
-        )
-
-        stop = commands.add_parser(
-            "stop",
-            help="Stop a run for good: now, or before its leg's next model call or "
-            "tool execution, in whichever process holds it.",
-        )
-        stop.add_argument("run_id")
-        stop.add_argument("--reason", default="", help="Why (kept with the run).")
-        stopper = stop.add_mutually_exclusive_group(required=True)
-        stopper.add_argument(
-            "--as",
-            dest="as_user",
-            metavar="USERNAME",
-            help="Stop as this user, with their permissions.",
-        )
-        stopper.add_argument(
-            "--operator",
-            metavar="NAME",
-            help="An operator stop (no user permission rules), recorded with NAME.",
-        )
-
-        recover = commands.add_parser(
-            "recover", help="Re-drive runs whose process died mid-leg (lease expired)."
-        )
-        recover.add_argument(
-            "--older-than", type=float, default=60.0, metavar="SECONDS"
-        )
-        recover.add_argument("--dry-run", action="store_true")
-
-        prune = commands.add_parser(
-            "prune",
-            help="Delete completed runs, and the stream journals of completed runs older "
-            "than DEUZ['STREAM_RETENTION_DAYS'].",
-        )
-        prune.add_argument(
-            "--completed-before", type=float, required=True, metavar="DAYS"
-        )
-        prune.add_argument("--dry-run", action="store_true")
+        add_actions(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]

@@ -1,0 +1,120 @@
+"""The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
+recover, prune), each with its own options; bad arguments exit with argparse's 2."""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser, _SubParsersAction
+from typing import Any, NoReturn
+
+from django.core.management.base import CommandError, CommandParser
+
+from ..models import RunStatus
+from .output import BAD_ARGUMENTS
+
+
+class Parser(CommandParser):
+    """Bad arguments exit with argparse's 2, also under ``call_command`` (Django uses 1)."""
+
+    def error(self, message: str) -> NoReturn:
+        if self.called_from_command_line:
+            super().error(message)
+        raise CommandError(f"Error: {message}", returncode=BAD_ARGUMENTS)
+
+
+def add_actions(parser: ArgumentParser) -> None:
+    """Every action of the command, a subparser each."""
+    actions = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=Parser
+    )
+    for add in (_runs, _show, _resume, _stop, _recover, _prune):
+        add(actions)
+
+
+def _runs(actions: _SubParsersAction[Any]) -> None:
+    """``runs``: list runs."""
+    runs = actions.add_parser("runs", help="List runs.")
+    runs.add_argument("--status", choices=RunStatus.values)
+    runs.add_argument("--agent")
+    runs.add_argument("--owner", help="Owner's username.")
+    runs.add_argument("--json", action="store_true", help="One JSON object per line.")
+    runs.add_argument("--limit", type=int, default=100)
+
+
+def _show(actions: _SubParsersAction[Any]) -> None:
+    """``show RUN``: a run's transcript and approvals."""
+    show = actions.add_parser(
+        "show", help="Show a run's transcript (sub-agents too) and approvals."
+    )
+    show.add_argument("run_id")
+
+
+def _resume(actions: _SubParsersAction[Any]) -> None:
+    """``resume RUN``: record verdicts, then run the next leg here."""
+    resume = actions.add_parser(
+        "resume", help="Record verdicts, then run the next leg."
+    )
+    resume.add_argument("run_id")
+    resume.add_argument("--approve", action="append", default=[], metavar="APPROVAL_ID")
+    resume.add_argument("--deny", action="append", default=[], metavar="APPROVAL_ID")
+    resume.add_argument("--reason", default="", help="Reason recorded with --deny.")
+    resume.add_argument(
+        "--deny-remaining",
+        action="store_true",
+        help="Deny every approval still undecided instead of refusing to resume.",
+    )
+    decider = resume.add_mutually_exclusive_group()
+    decider.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USERNAME",
+        help="Decide as this user, with their permissions.",
+    )
+    decider.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="An operator override: no user permission rules (the token is still "
+        "checked); recorded as such, with NAME.",
+    )
+
+
+def _stop(actions: _SubParsersAction[Any]) -> None:
+    """``stop RUN``: stop a run for good."""
+    stop = actions.add_parser(
+        "stop",
+        help="Stop a run for good: now, or before its leg's next model call or "
+        "tool execution, in whichever process holds it.",
+    )
+    stop.add_argument("run_id")
+    stop.add_argument("--reason", default="", help="Why (kept with the run).")
+    stopper = stop.add_mutually_exclusive_group(required=True)
+    stopper.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USERNAME",
+        help="Stop as this user, with their permissions.",
+    )
+    stopper.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="An operator stop (no user permission rules), recorded with NAME.",
+    )
+
+
+def _recover(actions: _SubParsersAction[Any]) -> None:
+    """``recover``: re-drive runs a dead process left."""
+    recover = actions.add_parser(
+        "recover", help="Re-drive runs whose process died mid-leg (lease expired)."
+    )
+    recover.add_argument("--older-than", type=float, default=60.0, metavar="SECONDS")
+    recover.add_argument("--dry-run", action="store_true")
+
+
+def _prune(actions: _SubParsersAction[Any]) -> None:
+    """``prune``: delete completed runs and old journals."""
+    prune = actions.add_parser(
+        "prune",
+        help="Delete completed runs, and the stream journals of completed runs older "
+        "than DEUZ['STREAM_RETENTION_DAYS'].",
+    )
+    prune.add_argument("--completed-before", type=float, required=True, metavar="DAYS")
+    prune.add_argument("--dry-run", action="store_true")
