@@ -163,7 +163,7 @@ def measure_raw(history: list[tuple[Any, ...]]) -> dict[str, Any]:
     from django.db import connection
 
     from deuz_django.models import Run, RunMessage
-    from deuz_django.storage.store import digest, encode_message
+    from deuz_django.storage.history import digest, encode_message
 
     run = Run.objects.create(run_id=f"bench-raw-{uuid.uuid4().hex}", agent="bench")
     raw = raw_connection()

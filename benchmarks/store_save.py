@@ -168,7 +168,7 @@ class FullSnapshotStore:
         from django.utils import timezone
 
         from deuz_django.models import Run, RunMessage
-        from deuz_django.storage.store import digest, encode_message
+        from deuz_django.storage.history import digest, encode_message
 
         with transaction.atomic():
             pk = (

@@ -25,7 +25,6 @@ was taken over (fencing): the stale leg's save raises
 from __future__ import annotations
 
 import builtins
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -50,22 +49,21 @@ from ..exceptions import LeaseLost, RunNotFound
 from ..models import Run, RunMessage
 from . import writes as boundary_write
 from .db import bounded_atomic, once_more_if_broken
+from .history import (
+    common_prefix,
+    decode_message,
+    insert_messages,
+    message_rows,
+    stored_prefix,
+)
 from .leases import Lease
 from .step_journal import DjangoStepJournal
 
+# isort: split
+# The 0.1 names of this module that moved to .history (deuz_django.store is this module).
+from .history import digest, encode_message  # noqa: F401
+
 _REMEMBERED_RUNS = 1000
-
-
-def encode_message(message: Message) -> str:
-    return encode_json(message.to_json())
-
-
-def digest(data: str) -> str:
-    return hashlib.sha1(data.encode(), usedforsecurity=False).hexdigest()
-
-
-def decode_message(data: str, path: str) -> Message:
-    return Message.from_json(decode_json(data), path=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +125,7 @@ class DjangoSessionStore:
                 status=remembered.status,
                 lease=self.lease,
                 fenced_by_root=is_child_run_id(run_id),
-                rows=_message_rows(messages, len(remembered.messages)),
+                rows=message_rows(messages, len(remembered.messages)),
             ):
                 self._remember(run_id, remembered.pk, checkpoint)
                 return
@@ -137,16 +135,16 @@ class DjangoSessionStore:
                 remembered.pk, checkpoint, expected=remembered
             ):
                 pk, stored = remembered.pk, len(remembered.messages)
-                start = _common_prefix(remembered.messages, messages)
+                start = common_prefix(remembered.messages, messages)
             else:
                 pk, stored = self._run_row(run_id)
                 if not self._write_run(pk, checkpoint):
                     self._refuse(run_id)
-                start = _stored_prefix(pk, messages)
+                start = stored_prefix(pk, messages)
             if start < stored:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
-                _insert_messages(pk, messages, start)
+                insert_messages(pk, messages, start)
             suspended = checkpoint.status == "suspended"
             if suspended and self.on_suspended and not is_child_run_id(run_id):
                 self.on_suspended(pk, checkpoint)
@@ -160,7 +158,7 @@ class DjangoSessionStore:
             run = Run.objects.create(
                 run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
             )
-            _insert_messages(run.pk, checkpoint.messages, 0)
+            insert_messages(run.pk, checkpoint.messages, 0)
         self._remember(checkpoint.run_id, run.pk, checkpoint)
         return run
 
@@ -285,7 +283,7 @@ class DjangoSessionStore:
         if checkpoint.status == "suspended" and not is_child_run_id(checkpoint.run_id):
             return False
         stored = len(remembered.messages)
-        return _common_prefix(remembered.messages, checkpoint.messages) == stored
+        return common_prefix(remembered.messages, checkpoint.messages) == stored
 
     def _refuse(self, run_id: str) -> None:
         lease = self.lease
@@ -338,33 +336,6 @@ def checkpoint_of(run: Run, messages: tuple[Message, ...]) -> AgentCheckpoint:
     )
 
 
-def _common_prefix(previous: tuple[Message, ...], messages: tuple[Message, ...]) -> int:
-    """How many leading messages equal the remembered ones (identity first, then value)."""
-    shared = min(len(previous), len(messages))
-    if previous[:shared] == messages[:shared]:  # tuple equality short-cuts on identity
-        return shared
-    for index in range(shared):
-        if (
-            previous[index] is not messages[index]
-            and previous[index] != messages[index]
-        ):
-            return index
-    return shared
-
-
-def _stored_prefix(pk: int, messages: tuple[Message, ...]) -> int:
-    """How many leading messages are stored unchanged, judged by the stored digests."""
-    stored = RunMessage.objects.filter(run_id=pk).order_by("index")
-    index = 0
-    for stored_digest in stored.values_list("digest", flat=True):
-        if index >= len(messages):
-            return index
-        if digest(encode_message(messages[index])) != stored_digest:
-            return index
-        index += 1
-    return index
-
-
 def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
     """The run row's columns a save writes."""
     pending = checkpoint.pending_approvals or ()
@@ -384,26 +355,3 @@ def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
         "recover_after": None,
         "updated_at": timezone.now(),
     }
-
-
-def _insert_messages(pk: int, messages: tuple[Message, ...], start: int) -> None:
-    """The run's messages from ``start`` on, as rows (the ORM's path; the common append
-    is :mod:`.boundary_write`'s)."""
-    RunMessage.objects.bulk_create(
-        [
-            RunMessage(run_id=pk, index=i, role=r, data=d, digest=h)
-            for i, r, d, h in _message_rows(messages, start)
-        ],
-        batch_size=500,
-    )
-
-
-def _message_rows(
-    messages: tuple[Message, ...], start: int
-) -> list[boundary_write.MessageRow]:
-    """``(index, role, data, digest)`` of the messages from ``start`` on."""
-    rows: list[boundary_write.MessageRow] = []
-    for index in range(start, len(messages)):
-        data = encode_message(messages[index])
-        rows.append((index, messages[index].role, data, digest(data)))
-    return rows

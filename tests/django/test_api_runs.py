@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from deuz_django.core.durable.codec import encode_json
 from deuz_django.models import Run, RunMessage
 from deuz_django.runs.continuing import join_handed_off
-from deuz_django.storage.store import digest
+from deuz_django.storage.history import digest
 from tests.api.support import API, client, started
 
 from .run_support import background_leg
