@@ -84,27 +84,8 @@ def decide(
     recorded: list[Approval] = []
     continuations: list[services.Recorded] = []
     for approval in approvals:
-        try:
-            done = services.record_verdicts(request.user, [(approval, verdict)])
-        except (NotPermitted, ApprovalNotFound) as error:
-            messages.error(
-                request,
-                _("%(call)s: %(why)s Nothing was recorded.")
-                % {"call": call_label(approval), "why": error},
-            )
-            continue
-        except ApprovalAlreadyDecided:
-            messages.warning(request, already_decided(approval))
-            continue
-        except InvalidVerdict as error:
-            refused = (
-                _("%(call)s was not answered: %(why)s")
-                if approval.kind == ApprovalKind.QUESTION
-                else _("%(call)s was not approved: %(why)s")
-            )
-            messages.error(
-                request, refused % {"call": call_label(approval), "why": error}
-            )
+        done = _record(request, approval, verdict)
+        if done is None:
             continue
         decision = done.decisions[0]
         if decision.expired:
@@ -133,6 +114,31 @@ def decide(
     for done in continuations:
         level, text = _continuation(done)
         messages.add_message(request, level, text)
+
+
+def _record(
+    request: HttpRequest, approval: Approval, verdict: Verdict
+) -> services.Recorded | None:
+    """The verdict on ``approval`` through the verdict service; ``None`` when it was
+    refused, the refusal told to the person."""
+    try:
+        return services.record_verdicts(request.user, [(approval, verdict)])
+    except (NotPermitted, ApprovalNotFound) as error:
+        messages.error(
+            request,
+            _("%(call)s: %(why)s Nothing was recorded.")
+            % {"call": call_label(approval), "why": error},
+        )
+    except ApprovalAlreadyDecided:
+        messages.warning(request, already_decided(approval))
+    except InvalidVerdict as error:
+        refused = (
+            _("%(call)s was not answered: %(why)s")
+            if approval.kind == ApprovalKind.QUESTION
+            else _("%(call)s was not approved: %(why)s")
+        )
+        messages.error(request, refused % {"call": call_label(approval), "why": error})
+    return None
 
 
 def _recorded_text(

@@ -177,8 +177,8 @@ def state_refusal(
     approval: Approval, verdict: Verdict, *, now: datetime | None = None
 ) -> Refusal | None:
     """The part of :func:`check_verdict` that holds for anyone, operators included: the
-    approval is still pending and decidable, and an approving verdict's token is good."""
-    problem: str | None
+    approval is still pending and decidable, what the verdict carries fits the call, and
+    an approving verdict's token is good."""
     if not approval.is_pending:
         return Refusal(
             ApprovalAlreadyDecided(
@@ -194,46 +194,41 @@ def state_refusal(
             problem,
             "token",
         )
+    return _content_refusal(approval, verdict) or _token_refusal(approval, verdict)
+
+
+def _content_refusal(approval: Approval, verdict: Verdict) -> Refusal | None:
+    """What the verdict carries must fit the call: a result only for "it happened", an
+    edit only as :func:`edit_problem` allows, an answer only to a question, a grant only
+    as :func:`~deuz_django.rules.grants.allow_problem` allows."""
     if verdict.result is not None and (
         approval.kind != ApprovalKind.OUTCOME_UNKNOWN or not verdict.approved
     ):
-        problem = "only approving an outcome-unknown call records a result"
-        return Refusal(
-            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
-            problem,
+        return _invalid(
+            approval,
             "result",
+            "only approving an outcome-unknown call records a result",
         )
     if verdict.edited_input is not None:
         problem = edit_problem(approval, verdict)
         if problem is not None:
-            return Refusal(
-                InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
-                problem,
-                "editedInput",
-            )
+            return _invalid(approval, "editedInput", problem)
     problem = answer_problem(approval, verdict.approved, verdict.answer)
     if problem is not None:
-        return Refusal(
-            InvalidVerdict(f"Approval {approval.approval_id}: {problem}."),
-            problem,
-            "answer",
-        )
-    refused = (
-        None
-        if verdict.allow is None
-        else allow_problem(approval, verdict.approved, verdict.allow)
-    )
-    if refused is not None:
-        field, problem = refused
-        return Refusal(
-            InvalidVerdict(f"Approval {approval.approval_id}, {field}: {problem}."),
-            problem,
-            field,
-        )
-    if not verdict.approved:
-        return None  # a denial needs no token
-    if approval.kind == ApprovalKind.CLIENT_TOOL:
-        return None  # D11: no request was signed for a client tool's call
+        return _invalid(approval, "answer", problem)
+    if verdict.allow is not None:
+        refused = allow_problem(approval, verdict.approved, verdict.allow)
+        if refused is not None:
+            field, problem = refused
+            return _invalid(approval, field, problem, named=True)
+    return None
+
+
+def _token_refusal(approval: Approval, verdict: Verdict) -> Refusal | None:
+    """An approving verdict's token must authorize exactly this ask of this call (a denial
+    needs none, nor does a client tool's call: D11)."""
+    if not verdict.approved or approval.kind == ApprovalKind.CLIENT_TOOL:
+        return None
     token = approval.token if verdict.token is None else verdict.token
     problem = token_refusal(approval, token)
     if (
@@ -244,11 +239,14 @@ def state_refusal(
         # Signed for the same call as asked before (a re-used call id, a replayed
         # turn): a verdict approves the ask whose token it echoes, never a later one.
         problem = "the token was issued for an earlier request of this call"
-    if problem is None:
-        return None
-    return Refusal(
-        InvalidVerdict(f"Approval {approval.approval_id}: {problem}."), problem, "token"
-    )
+    return None if problem is None else _invalid(approval, "token", problem)
+
+
+def _invalid(
+    approval: Approval, field: str, problem: str, *, named: bool = False
+) -> Refusal:
+    where = f"Approval {approval.approval_id}" + (f", {field}" if named else "")
+    return Refusal(InvalidVerdict(f"{where}: {problem}."), problem, field)
 
 
 def _edited_input(
