@@ -108,24 +108,9 @@ def approval_action(request: HttpRequest, token: str) -> HttpResponse:
     approval = _approval(link)
     if approval is None or not can_view_run(request.user, approval.run):
         return page(request, 404, title=_("No such call"), problem=_("No such call."))
-    if not approval.is_pending:
-        return page(
-            request,
-            409 if request.method == "POST" else 200,
-            approval,
-            title=_("This call was decided already"),
-        )
-    if is_expired(approval):
-        return page(
-            request,
-            410,
-            approval,
-            title=_("This call can no longer be decided"),
-            problem=_("It waited longer than approvals may wait."),
-        )
-    asking = approval.kind == ApprovalKind.QUESTION
-    if approval.kind not in DECIDED_BY_LINK and not asking:
-        return page(request, 200, approval, title=_("This call waits for you"))
+    closed = _closed(request, approval)
+    if closed is not None:
+        return closed
     allowed = [
         verdict
         for verdict in link.verdicts
@@ -142,6 +127,36 @@ def approval_action(request: HttpRequest, token: str) -> HttpResponse:
             title=_("You may not decide this call"),
             problem=refusal,
         )
+    return _decide_form(request, approval, allowed)
+
+
+def _closed(request: HttpRequest, approval: Approval) -> HttpResponse | None:
+    """The page of a call this link cannot decide (any more): decided, too old, or one
+    a link does not decide; ``None`` while it can."""
+    if not approval.is_pending:
+        return page(
+            request,
+            409 if request.method == "POST" else 200,
+            approval,
+            title=_("This call was decided already"),
+        )
+    if is_expired(approval):
+        return page(
+            request,
+            410,
+            approval,
+            title=_("This call can no longer be decided"),
+            problem=_("It waited longer than approvals may wait."),
+        )
+    if approval.kind not in DECIDED_BY_LINK and approval.kind != ApprovalKind.QUESTION:
+        return page(request, 200, approval, title=_("This call waits for you"))
+    return None
+
+
+def _decide_form(
+    request: HttpRequest, approval: Approval, allowed: list[str]
+) -> HttpResponse:
+    """The form of the verdicts ``allowed`` (GET), or the verdict it posts (POST)."""
     form = ActionForm(
         request.POST if request.method == "POST" else None, verdicts=allowed
     )
