@@ -84,42 +84,13 @@ def record_approvals(
     edit of the decision the call started on), so it shows what ran and "run it again"
     runs the edit again.
     """
-    in_doubt = {
-        call.tool_call_id: call
-        for call in calls_in_doubt(
-            run_pk, run_id, [r.tool_call_id for r in requests]
-        ).select_related("decision")
-    }
     ids = [r.approval_id for r in requests]
     asked = Approval.objects.filter(run_id=run_pk, step_index=step_index)
     recorded = set(
         asked.filter(approval_id__in=ids).values_list("approval_id", flat=True)
     )
-    kinds = {r.approval_id: _kind(r, set(in_doubt)) for r in requests}
     Approval.objects.bulk_create(
-        [
-            Approval(
-                run_id=run_pk,
-                approval_id=r.approval_id,
-                step_index=step_index,
-                kind=kinds[r.approval_id],
-                tool_call_id=r.tool_call_id,
-                tool_name=r.tool_name,
-                input=json.loads(encode_json(r.input)),
-                input_digest=input_digest(r.input),
-                tool_definition=None
-                if tools is None
-                else definition(find_tool(tools, r.tool_name, r.agent_path or ())),
-                agent_path=list(r.agent_path or ()),
-                token=r.token or "",
-                question=None
-                if kinds[r.approval_id] != ApprovalKind.QUESTION or r.question is None
-                else r.question.to_json(),
-                edited_input=_edit_that_ran(in_doubt.get(r.tool_call_id)),
-            )
-            for r in requests
-            if r.approval_id not in recorded
-        ],
+        _new_rows(run_pk, run_id, step_index, requests, tools, recorded),
         ignore_conflicts=True,
     )
     schedule_deadlines(run_pk, step_index, ids)
@@ -143,6 +114,47 @@ def record_approvals(
                 else approval_requested
             )
             send_on_commit(signal, Approval, approval=approval)
+
+
+def _new_rows(
+    run_pk: int,
+    run_id: str,
+    step_index: int,
+    requests: tuple[ToolApprovalRequest, ...],
+    tools: Mapping[str, Tool] | None,
+    recorded: set[str],
+) -> list[Approval]:
+    """The rows of the requests not ``recorded`` yet for this ask."""
+    in_doubt = {
+        call.tool_call_id: call
+        for call in calls_in_doubt(
+            run_pk, run_id, [r.tool_call_id for r in requests]
+        ).select_related("decision")
+    }
+    kinds = {r.approval_id: _kind(r, set(in_doubt)) for r in requests}
+    return [
+        Approval(
+            run_id=run_pk,
+            approval_id=r.approval_id,
+            step_index=step_index,
+            kind=kinds[r.approval_id],
+            tool_call_id=r.tool_call_id,
+            tool_name=r.tool_name,
+            input=json.loads(encode_json(r.input)),
+            input_digest=input_digest(r.input),
+            tool_definition=None
+            if tools is None
+            else definition(find_tool(tools, r.tool_name, r.agent_path or ())),
+            agent_path=list(r.agent_path or ()),
+            token=r.token or "",
+            question=None
+            if kinds[r.approval_id] != ApprovalKind.QUESTION or r.question is None
+            else r.question.to_json(),
+            edited_input=_edit_that_ran(in_doubt.get(r.tool_call_id)),
+        )
+        for r in requests
+        if r.approval_id not in recorded
+    ]
 
 
 def loop_problem(run_pk: int, step_index: int, asked: Sequence[Approval]) -> str | None:
