@@ -272,59 +272,59 @@ class ApprovalAdmin(ApprovalColumns, ReadOnlyAdmin):
         if approval is None:
             raise Http404(_("No such approval."))
         form = VerdictForm(request.POST)
+        back = HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
         if not form.is_valid():
             messages.error(request, _("Nothing was recorded: %s") % form_problems(form))
-        elif request.POST.get("post") != "yes":
-            verdict = form.cleaned_data["verdict"]
-            fields = {"verdict": verdict}
-            recorded = form.recorded_result
-            if recorded is not None:
-                fields["result"] = request.POST["result"]
-                if recorded.is_error:
-                    fields["is_error"] = "on"
-            edited = form.edit_of(approval)
-            if edited is not None:
-                fields["edited_input"] = request.POST["edited_input"]
-            allow = form.allow
-            if allow is not None:
-                fields["allow_scope"] = allow.scope
-                if allow.hours is not None:
-                    fields["allow_hours"] = str(allow.hours)
-            try:
-                answer = form.answer_of(approval)
-            except ValueError as error:
-                messages.error(request, _("Nothing was recorded: %s") % error)
-                return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
-            if answer is not None:
-                fields["answer"] = request.POST["answer"]
-            return self._confirmation(
-                request,
-                [approval],
-                form.approved,
-                ReasonForm(),
-                fields,
-                verdict=verdict,
-                result="" if recorded is None else pretty(recorded.value),
-                edit=None
-                if edited is None
-                else display.input_diff(approval.input, edited),
-                allow="" if allow is None else display.allowance(approval, allow),
-                answer="" if answer is None else pretty(answer),
-            )
-        else:
-            try:
-                answer = form.answer_of(approval)
-            except ValueError as error:
-                messages.error(request, _("Nothing was recorded: %s") % error)
-                return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
-            decide(
-                request,
-                [approval],
-                approved=form.approved,
-                reason=form.cleaned_data["reason"],
-                result=form.recorded_result,
-                edited_input=form.edit_of(approval),
-                allow=form.allow,
-                answer=answer,
-            )
-        return HttpResponseRedirect(f"{run_page(approval.run)}#approvals")
+            return back
+        try:
+            answer = form.answer_of(approval)
+        except ValueError as error:
+            messages.error(request, _("Nothing was recorded: %s") % error)
+            return back
+        if request.POST.get("post") != "yes":
+            return self._confirm_verdict(request, approval, form, answer)
+        decide(
+            request,
+            [approval],
+            approved=form.approved,
+            reason=form.cleaned_data["reason"],
+            result=form.recorded_result,
+            edited_input=form.edit_of(approval),
+            allow=form.allow,
+            answer=answer,
+        )
+        return back
+
+    def _confirm_verdict(
+        self, request: HttpRequest, approval: Approval, form: VerdictForm, answer: Any
+    ) -> HttpResponse:
+        """The confirmation page of a run page's button, carrying what it posted."""
+        verdict = form.cleaned_data["verdict"]
+        fields = {"verdict": verdict}
+        recorded = form.recorded_result
+        if recorded is not None:
+            fields["result"] = request.POST["result"]
+            if recorded.is_error:
+                fields["is_error"] = "on"
+        edited = form.edit_of(approval)
+        if edited is not None:
+            fields["edited_input"] = request.POST["edited_input"]
+        allow = form.allow
+        if allow is not None:
+            fields["allow_scope"] = allow.scope
+            if allow.hours is not None:
+                fields["allow_hours"] = str(allow.hours)
+        if answer is not None:
+            fields["answer"] = request.POST["answer"]
+        return self._confirmation(
+            request,
+            [approval],
+            form.approved,
+            ReasonForm(),
+            fields,
+            verdict=verdict,
+            result="" if recorded is None else pretty(recorded.value),
+            edit=None if edited is None else display.input_diff(approval.input, edited),
+            allow="" if allow is None else display.allowance(approval, allow),
+            answer="" if answer is None else pretty(answer),
+        )
