@@ -176,18 +176,7 @@ class Command(BaseCommand):
                     f"{run.stop_description}"
                 )
             )
-        for section in sections(run):
-            indent = ""
-            if section.path:
-                indent = "    "
-                self.stdout.write(
-                    f"\nSub-agent {section.path}  ({section.run.run_id}, "
-                    f"{section.run.status})"
-                )
-            else:
-                self.stdout.write("")
-            for line in transcript_lines(section.entries):
-                self.stdout.write(indent + line.replace("\n", "\n" + indent))
+        self._write_transcript(run)
         approvals = run.approvals.select_related("decided_by")
         if approvals:
             self.stdout.write("\nApprovals:")
@@ -215,6 +204,21 @@ class Command(BaseCommand):
                 "DEADLINE",
             ]
             self.stdout.write(table(rows, header))
+
+    def _write_transcript(self, run: Run) -> None:
+        """The run's transcript, each sub-agent's indented under its heading."""
+        for section in sections(run):
+            indent = ""
+            if section.path:
+                indent = "    "
+                self.stdout.write(
+                    f"\nSub-agent {section.path}  ({section.run.run_id}, "
+                    f"{section.run.status})"
+                )
+            else:
+                self.stdout.write("")
+            for line in transcript_lines(section.entries):
+                self.stdout.write(indent + line.replace("\n", "\n" + indent))
 
     def handle_resume(
         self,
