@@ -236,7 +236,10 @@ def measure_backend(url: str, delta_only: bool) -> dict[str, Any]:
     """All figures for one database; ``delta_only``: the Django store's saves alone (for
     a ``--baseline`` revision)."""
     configure_django(url)
-    from deuz_django.storage.store import DjangoSessionStore
+    try:
+        from deuz_django.storage.store import DjangoSessionStore
+    except ImportError:  # a --baseline revision before issue #29's layout
+        from deuz_django.store import DjangoSessionStore  # type: ignore[no-redef]
 
     history = histories(STEPS)
     delta: list[dict[int, float]] = []

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from urllib.parse import parse_qs
 
-from example_project import asgi
+from django.core.asgi import get_asgi_application
 
-django_application = asgi.django_application  # importing asgi set Django up
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "example_project.settings")
+django_application = get_asgi_application()  # sets Django up
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.generic.websocket import AsyncWebsocketConsumer  # noqa: E402

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -46,8 +47,9 @@ from tests.live_site import LiveSite, free_port, wait_for_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # What a daphne of an older revision imports from that revision: the package, the settings
-# and agents of the test site, and the benchmark's ASGI app.
-OLD_TREE = ("deuz_django", "example_project", "tests", "benchmarks/ws_app.py")
+# and agents of the test site. The benchmark's ASGI app (benchmarks/ws_app.py) is the
+# current one, copied beside them: it is the harness, not the code measured.
+OLD_TREE = ("deuz_django", "example_project", "tests")
 
 # Sustained: every part arrives, each stream (first part to last) takes at most 10 %
 # longer than the model takes to produce it, and runs start streaming within a second of
@@ -351,6 +353,8 @@ async def main(quick: bool, baseline: str | None) -> dict[str, list[dict[str, An
         tmp = Path(scratch)
         variants: dict[str, Path | None] = {"journal": None}
         if old is not None:
+            (old / "benchmarks").mkdir(exist_ok=True)
+            shutil.copy(ROOT / "benchmarks" / "ws_app.py", old / "benchmarks")
             variants = {f"journal @{baseline}": old, **variants}
 
         async with servers(tmp, "a", variants, chunks, 0.0) as up:
