@@ -200,7 +200,7 @@ def approve_in_the_queue(page: Page, run_id: str) -> None:
     # said it ended: then that leg continues the run as it lets go.
     expect(page.locator(".messagelist")).to_contain_text(
         re.compile(
-            f"Run {run_id} (resumed in the background|is busy; it will continue "
+            f"Run {run_id} (resumed: it continues on this server|is busy; it will continue "
             "when the current leg ends)"
         )
     )
