@@ -93,10 +93,7 @@ class DatabaseJournal:
                     _remember(self._next_seq, stream_id, records[-1][0] + 1)
             if rows:
                 try:
-                    # executemany, not bulk_create: a streamed token must not cost a model
-                    # instance (building them was most of the journal's time).
-                    with connection.cursor() as cursor:
-                        cursor.executemany(_INSERT, rows)
+                    _insert(rows)
                 except Exception:
                     self._next_seq.clear()
                     raise
@@ -308,9 +305,23 @@ def _remember(known: dict[str, int], stream_id: str, value: int) -> None:
     known[stream_id] = value
 
 
-_INSERT = (
-    f"INSERT INTO {StreamEntry._meta.db_table} (run_id, seq, part) VALUES (%s, %s, %s)"
-)
+_INSERT = f"INSERT INTO {StreamEntry._meta.db_table} (run_id, seq, part) VALUES "
+_ROWS_PER_INSERT = 1000  # 3 parameters a row: far below any driver's limit
+
+
+def _insert(rows: list[tuple[int, int, str]]) -> None:
+    """The rows, a multi-row ``INSERT`` per thousand: plain SQL, not ``bulk_create`` (a
+    streamed token must not cost a model instance), and not ``executemany``, which
+    psycopg runs in pipeline mode — a process frozen mid-pipeline (SIGSTOP, a stopped VM)
+    leaves PostgreSQL waiting for the pipeline's end, where its idle-in-transaction
+    timeout is not armed, and the locks of the rows it wrote are held for good."""
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            values = ", ".join(["(%s, %s, %s)"] * len(chunk))
+            cursor.execute(_INSERT + values, [v for row in chunk for v in row])
+
+
 _HELD_LEASES = (
     f"SELECT run_id, lease_owner, lease_generation FROM {Run._meta.db_table} "
     "WHERE run_id IN ({})"
