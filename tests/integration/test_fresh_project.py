@@ -19,7 +19,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 from websockets.sync.client import ClientConnection, connect
 
+from tests.django.processes import wait_until
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.live_site import ROOT, free_port, kill_tree, wait_for_port
 
@@ -207,11 +207,13 @@ def approve_in_the_queue(page: Page, run_id: str) -> None:
 
 
 def wait_for_status(server: Server, token: str, run_id: str, status: str) -> Any:
-    deadline = time.monotonic() + 30
-    while (run := server.api("GET", f"runs/{run_id}/", token))["status"] != status:
-        assert time.monotonic() < deadline, run
-        time.sleep(0.2)
-    return run
+    """The run once the API shows it ``status`` (a guard against hanging, not a timing)."""
+
+    def reached() -> Any:
+        run = server.api("GET", f"runs/{run_id}/", token)
+        return run if run["status"] == status else None
+
+    return wait_until(reached, f"run {run_id} to be {status}")
 
 
 @pytest.fixture(
