@@ -114,7 +114,7 @@ def worker_round(site: LiveSite, log: Path, how: signal.Signals) -> float:
         wait_for(lambda: "slow:2:start" in effects(log), "the leg to enter step 2")
         # The second worker starts now (so the first took the leg) and is up before
         # the first one goes away.
-        second = worker(site, DEUZ_RECOVERY_INTERVAL="0.5")
+        second = worker(site, DEUZ_RECOVERY_SWEEPER="1", DEUZ_RECOVERY_INTERVAL="0.5")
         time.sleep(2)
         first.send_signal(how)
         first.wait(30)

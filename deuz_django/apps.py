@@ -11,7 +11,7 @@ class DeuzConfig(AppConfig):
     def ready(self) -> None:
         from . import checks as deuz_checks
         from . import notifications
-        from .conf import reload_on_setting_changed
+        from .conf import deuz_settings, reload_on_setting_changed
         from .registry import forget_agents_on_setting_changed
         from .runs import recovery
 
@@ -22,5 +22,5 @@ class DeuzConfig(AppConfig):
         setting_changed.connect(reload_on_setting_changed)
         setting_changed.connect(forget_agents_on_setting_changed)
         notifications.connect_receivers()
-        if recovery.serving():  # a server or a tasks worker heals runs by itself
+        if deuz_settings.RECOVERY_SWEEPER:  # a tasks worker's settings, typically
             recovery.start_sweeper()

@@ -13,6 +13,10 @@ A project's ``asgi.py`` is then::
 
 with ``ASGI_APPLICATION = "mysite.asgi.application"`` in the settings. Its own socket
 routes go in ``get_asgi_application(websocket_urlpatterns=[...])``.
+
+The application also starts the server's recovery sweeper (:mod:`deuz_django.runs.recovery`)
+with the first scope the server hands it — not as it is built, since ``manage.py check``
+imports it too.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def get_asgi_application(*, websocket_urlpatterns: Sequence[Any] = ()) -> Any:
     from .routing import websocket_urlpatterns as deuz_routes
 
     serves_static = settings.DEBUG and apps.is_installed("django.contrib.staticfiles")
-    return ProtocolTypeRouter(
+    router = ProtocolTypeRouter(
         {
             "http": ASGIStaticFilesHandler(django_application)
             if serves_static
@@ -48,3 +52,22 @@ def get_asgi_application(*, websocket_urlpatterns: Sequence[Any] = ()) -> Any:
             ),
         }
     )
+    return SweepingServer(router)
+
+
+class SweepingServer:
+    """An ASGI application that starts this process's recovery sweeper with the first
+    scope it is handed (a lifespan startup, a request or a socket): a server heals the
+    runs a dead process left without being told which command started it."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+        self._sweeper_started = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        if not self._sweeper_started:
+            from .runs.recovery import start_sweeper
+
+            self._sweeper_started = True
+            start_sweeper()
+        return await self.application(scope, receive, send)

@@ -31,8 +31,11 @@ DEFAULTS: dict[str, Any] = {
     # Where RedisJournal keeps its lists (when STREAM_STORE is
     # deuz_django.storage.stream_journal.RedisJournal).
     "STREAM_REDIS_URL": "redis://127.0.0.1:6379/0",
-    # Seconds between automatic recovery sweeps in servers and workers; None turns them off.
+    # Seconds between automatic recovery sweeps; None turns every sweeper off.
     "RECOVERY_INTERVAL": 15,
+    # Whether this process sweeps from the moment its apps are ready (a tasks worker's
+    # settings); servers built by deuz_django.asgi sweep without it.
+    "RECOVERY_SWEEPER": False,
     # Recovery attempts per run before it is marked failed (its error shows in the admin).
     "RECOVERY_MAX_ATTEMPTS": 5,
     # Seconds before the second attempt; each further attempt waits twice as long.

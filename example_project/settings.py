@@ -192,6 +192,9 @@ DEUZ = {
     ),
     "APPROVAL_MAX_AGE": 24 * 3600,
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
+    # Servers sweep by themselves (deuz_django.asgi); a worker started with
+    # DEUZ_RECOVERY_SWEEPER=1 sweeps too.
+    "RECOVERY_SWEEPER": os.environ.get("DEUZ_RECOVERY_SWEEPER") == "1",
     # DEUZ_STREAM_STORE=redis keeps stream journals in Redis (REDIS_URL) instead of the DB.
     "STREAM_STORE": "deuz_django.storage.stream_journal.RedisJournal"
     if os.environ.get("DEUZ_STREAM_STORE") == "redis"

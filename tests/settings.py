@@ -2,10 +2,11 @@
 
 DATABASE_URL switches the database (SQLite by default); REDIS_URL the channel layer;
 DEUZ_LEASE_SECONDS the lease length (crash tests run their subprocess with a short one);
-DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers and workers a test
-starts (off otherwise), DEUZ_RECOVERY_BACKOFF and DEUZ_RECOVERY_MAX_ATTEMPTS its pace,
-DEUZ_SHUTDOWN_GRACE their SIGTERM grace period. Notifications are off unless a test
-configures DEUZ["NOTIFIERS"] (DEUZ_TEST_NOTIFIERS: the entries as JSON).
+DEUZ_RECOVERY_INTERVAL turns on the recovery sweeper of the servers a test starts (off
+otherwise) and, with DEUZ_RECOVERY_SWEEPER=1, of its workers; DEUZ_RECOVERY_BACKOFF and
+DEUZ_RECOVERY_MAX_ATTEMPTS set its pace, DEUZ_SHUTDOWN_GRACE their SIGTERM grace period.
+Notifications are off unless a test configures DEUZ["NOTIFIERS"] (DEUZ_TEST_NOTIFIERS:
+the entries as JSON).
 
 The test database is per process, and a file on SQLite (tests/django/databases.py).
 """
@@ -66,6 +67,7 @@ DEUZ = {
         if os.environ.get("DEUZ_RECOVERY_INTERVAL")
         else None
     ),
+    "RECOVERY_SWEEPER": os.environ.get("DEUZ_RECOVERY_SWEEPER") == "1",
     "RECOVERY_BACKOFF": float(os.environ.get("DEUZ_RECOVERY_BACKOFF", "5")),
     "RECOVERY_MAX_ATTEMPTS": int(os.environ.get("DEUZ_RECOVERY_MAX_ATTEMPTS", "5")),
     "SHUTDOWN_GRACE_SECONDS": float(os.environ.get("DEUZ_SHUTDOWN_GRACE", "10")),

@@ -1,9 +1,9 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-recover, prune), each with its own options; bad arguments exit with argparse's 2."""
+recover, sweep, prune), each with its own options; bad arguments exit with argparse's 2."""
 
 from __future__ import annotations
 
-from argparse import ArgumentParser, _SubParsersAction
+from argparse import ArgumentParser, ArgumentTypeError, _SubParsersAction
 from typing import Any, NoReturn
 
 from django.core.management.base import CommandError, CommandParser
@@ -26,7 +26,7 @@ def add_actions(parser: ArgumentParser) -> None:
     actions = parser.add_subparsers(
         dest="action", metavar="ACTION", required=True, parser_class=Parser
     )
-    for add in (_runs, _show, _resume, _stop, _recover, _prune):
+    for add in (_runs, _show, _resume, _stop, _recover, _sweep, _prune):
         add(actions)
 
 
@@ -107,6 +107,31 @@ def _recover(actions: _SubParsersAction[Any]) -> None:
     )
     recover.add_argument("--older-than", type=float, default=60.0, metavar="SECONDS")
     recover.add_argument("--dry-run", action="store_true")
+
+
+def _sweep(actions: _SubParsersAction[Any]) -> None:
+    """``sweep``: a process that only sweeps, until SIGTERM or Ctrl-C."""
+    sweep = actions.add_parser(
+        "sweep",
+        help="Sweep (recovery, deadlines, notification retries) every SECONDS until "
+        "stopped.",
+    )
+    sweep.add_argument(
+        "--every",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="Seconds between sweeps (default: DEUZ['RECOVERY_INTERVAL']).",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds > 0:
+        raise ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return seconds
 
 
 def _prune(actions: _SubParsersAction[Any]) -> None:

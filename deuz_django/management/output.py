@@ -4,9 +4,11 @@ and cut-short titles."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 
+from .. import services
 from ..models import Approval, Run
 
 # Exit codes (``CommandError.returncode``).
@@ -59,3 +61,21 @@ def deadline(approval: Approval) -> str:
     return ", ".join(
         filter(None, [escalated, f"{action} {when(approval.deadline_at)}"])
     )
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """A run as ``runs --json`` prints it: one JSON Lines object."""
+    return {
+        "runId": run.run_id,
+        "title": run.title,
+        "agent": run.agent,
+        "owner": run.owner.get_username() if run.owner else None,
+        "status": run.status,
+        "stepIndex": run.step_index,
+        "usage": run.usage,
+        "pendingApprovals": services.current_pending(run).count(),
+        "lastError": run.last_error or None,
+        "stop": None if run.stop_requested_at is None else run.stop_description,
+        "createdAt": timezone.localtime(run.created_at).isoformat(),
+        "updatedAt": timezone.localtime(run.updated_at).isoformat(),
+    }

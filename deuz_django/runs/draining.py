@@ -4,8 +4,8 @@ them cooperatively), and releases their leases — so another process continues 
 once, not after its lease lapses. Only then does the server's own SIGTERM handling run.
 
 :func:`install` puts the handler in front of whatever handled SIGTERM before (daphne's
-Twisted reactor, a tasks worker, Python's default); :mod:`deuz_django.apps` calls it in
-processes that serve or work (see :func:`deuz_django.runs.recovery.serving`).
+Twisted reactor, a tasks worker, Python's default); a leg calls it as it starts, in
+whichever process runs it.
 """
 
 from __future__ import annotations

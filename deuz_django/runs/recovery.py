@@ -1,8 +1,11 @@
 """Automatic recovery: runs a dead process left behind continue without an operator.
 
-Every process that serves or works (daphne and other ASGI servers, ``runserver``, a tasks
-worker: :func:`serving`) runs a :class:`Sweeper` thread that sweeps once when it starts and
-then every ``RECOVERY_INTERVAL`` seconds. A sweep
+A process sweeps when it is told to, never because of how it was started: the ASGI
+application of :mod:`deuz_django.asgi` starts a :class:`Sweeper` thread in every server
+with the first scope it is handed; ``DEUZ["RECOVERY_SWEEPER"] = True`` starts one in a
+process as its apps are ready (a tasks worker's); ``manage.py deuz sweep`` is a process
+that only sweeps. A sweeper sweeps once when it starts and then every
+``RECOVERY_INTERVAL`` seconds. A sweep
 
 - continues each run whose lease lapsed (idle for a lease length, so a run about to be
   claimed by its starter is left alone), counting attempts since the run last reached a
@@ -27,23 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.apps import apps
-from django.conf import settings
 from django.db import close_old_connections
 from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
-from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 
 from .. import notifications
 from ..conf import deuz_settings
@@ -63,8 +61,6 @@ from .tasks import enqueue_claimed_leg, run_claimed_leg_task
 
 logger = logging.getLogger("deuz_django")
 
-SERVERS = frozenset({"daphne", "uvicorn", "gunicorn", "hypercorn", "granian"})
-WORKER_COMMANDS = frozenset({"db_worker", "rqworker", "rqworker-pool"})
 JOURNALS_PER_SWEEP = 100
 # What a sweep did that has a log line of its own per run, as it happened.
 LOGGED_PER_RUN = frozenset({"continued", "failed"})
@@ -306,38 +302,6 @@ class Sweeper(threading.Thread):
 
 
 _sweeper: Sweeper | None = None
-
-
-def serving(argv: list[str] | None = None) -> bool:
-    """Whether this process serves requests or works a task queue (and so sweeps)."""
-    argv = sys.argv if argv is None else argv
-    if not argv:
-        return False
-    program = Path(argv[0])
-    name = program.parent.name if program.name == "__main__.py" else program.name
-    if name in SERVERS:
-        return True
-    if name == "celery":
-        return "worker" in argv
-    command = argv[1] if len(argv) > 1 else ""
-    if command != "runserver" and command not in WORKER_COMMANDS:
-        return False
-    # Under Django's autoreloader only the child works; the parent just restarts it.
-    return (
-        not _reloads(command, argv) or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
-    )
-
-
-def _reloads(command: str, argv: list[str]) -> bool:
-    """Whether ``command`` runs under the autoreloader (``runserver`` unless
-    ``--noreload``; ``db_worker`` with ``--reload``, its default under ``DEBUG``)."""
-    if command == "runserver":
-        return "--noreload" not in argv
-    if command == "db_worker":
-        if "--batch" in argv or "--no-reload" in argv:
-            return False
-        return "--reload" in argv or settings.DEBUG
-    return False
 
 
 def sweeping() -> bool:

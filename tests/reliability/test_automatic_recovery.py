@@ -9,6 +9,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,12 +20,15 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.apps import apps
+from django.conf import settings
+from django.core.management import CommandError, call_command
 from django.db import OperationalError
 from django.test import AsyncClient, override_settings
 from django.utils import timezone
 
 from deuz_django import services
 from deuz_django.approvals.verdicts import Verdict, record_verdict
+from deuz_django.asgi import get_asgi_application
 from deuz_django.core import journal as core_journal
 from deuz_django.core.journal import DONE, is_done
 from deuz_django.models import Approval, Run
@@ -31,7 +36,7 @@ from deuz_django.runs import recovery
 from deuz_django.storage.store import DjangoSessionStore
 from deuz_django.storage.stream_journal import DatabaseJournal, get_journal
 from tests.django.agents import slow_agent_steps
-from tests.django.processes import start_manage, wait_until
+from tests.django.processes import MANAGE, manage_env, start_manage, wait_until
 from tests.django.run_support import PROMPT
 from tests.django.test_sse import frames, read_body
 from tests.reliability.conftest import Children
@@ -209,7 +214,12 @@ async def test_a_leg_killed_after_its_final_checkpoint_ends_its_sse_followers_st
     follower = asyncio.ensure_future(read_body(response))
     await asyncio.sleep(0.5)  # the follower waits on the open journal
     assert not follower.done()
-    children([], DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.2")
+    children(
+        [],
+        DEUZ_LEASE_SECONDS="1",
+        DEUZ_RECOVERY_SWEEPER="1",
+        DEUZ_RECOVERY_INTERVAL="0.2",
+    )
     body = await asyncio.wait_for(follower, 60)  # a guard, not a timing
     got = frames(body)
     assert got[-1][1] == "[DONE]"
@@ -255,6 +265,7 @@ def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
         "0.1",
         DEUZ_TASKS="db",  # the sweep queues the leg; this worker runs it
         DEUZ_LEASE_SECONDS="1",
+        DEUZ_RECOVERY_SWEEPER="1",
         DEUZ_RECOVERY_INTERVAL="0.5",
     )
     try:
@@ -290,41 +301,78 @@ def test_a_killed_leg_is_recovered_by_a_worker_with_no_operator(
     assert (run.recovery_attempts, run.lease_owner, run.journal_open) == (0, "", False)
 
 
-def test_a_server_process_is_serving_and_a_shell_is_not() -> None:
-    assert recovery.serving(["/venv/bin/daphne", "-p", "8000", "app:application"])
-    assert recovery.serving(["/venv/lib/python3.12/site-packages/daphne/__main__.py"])
-    assert recovery.serving(["manage.py", "db_worker"])
-    assert recovery.serving(["/venv/bin/celery", "-A", "proj", "worker"])
-    assert not recovery.serving(["/venv/bin/celery", "-A", "proj", "beat"])
-    assert not recovery.serving(["manage.py", "migrate"])
-    assert not recovery.serving(["manage.py", "runserver"])  # the reloader's parent
-    assert recovery.serving(["manage.py", "runserver", "--noreload"])
-    assert not recovery.serving([])
-
-
-@pytest.mark.parametrize(
-    ("argv", "debug"),
-    [
-        (["manage.py", "runserver"], False),
-        (["manage.py", "db_worker", "--reload"], False),
-        # --reload is db_worker's default under DEBUG
-        (["manage.py", "db_worker"], True),
-    ],
-)
-def test_under_the_autoreloader_only_the_child_sweeps(
-    argv: list[str], debug: bool, monkeypatch: pytest.MonkeyPatch
+async def test_the_asgi_application_starts_the_sweeper_with_its_first_scope(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("RUN_MAIN", raising=False)
-    with override_settings(DEBUG=debug):
-        assert not recovery.serving(argv)  # the parent restarts the child, no more
-        monkeypatch.setenv("RUN_MAIN", "true")
-        assert recovery.serving(argv)
+    """Not as it is built: ``manage.py check`` and ``migrate`` import it too."""
+    started: list[bool] = []
+    monkeypatch.setattr(recovery, "start_sweeper", lambda: started.append(True))
+    application = get_asgi_application()
+    assert started == []
+
+    async def nothing() -> dict[str, str]:
+        return {"type": "lifespan.startup"}
+
+    with pytest.raises(ValueError, match="lifespan"):  # the router serves no lifespan
+        await application({"type": "lifespan"}, nothing, nothing)
+    with pytest.raises(ValueError, match="lifespan"):
+        await application({"type": "lifespan"}, nothing, nothing)
+    assert started == [True]
 
 
-def test_a_worker_without_the_reloader_sweeps_in_its_one_process() -> None:
-    with override_settings(DEBUG=True):
-        assert recovery.serving(["manage.py", "db_worker", "--no-reload"])
-        assert recovery.serving(["manage.py", "db_worker", "--batch"])
+@pytest.mark.processes
+@pytest.mark.parametrize(("setting", "sweeps"), [("1", True), ("", False)])
+def test_the_setting_starts_a_sweeper_as_the_apps_are_ready(
+    setting: str, sweeps: bool
+) -> None:
+    """What a tasks worker's settings say; any other process that loads the app (a
+    shell, ``migrate``) does not sweep."""
+    code = (
+        "import django; django.setup(); "
+        "from deuz_django.runs import recovery; print(recovery.sweeping())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=manage_env(DEUZ_RECOVERY_SWEEPER=setting, DEUZ_RECOVERY_INTERVAL="60"),
+        cwd=MANAGE.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == str(sweeps), done.stderr
+
+
+@pytest.mark.processes
+def test_deuz_sweep_heals_runs_until_it_is_told_to_stop(
+    effects: Callable[[], list[str]],
+) -> None:
+    run = services.start_run(agent="scripted", messages=PROMPT)
+    abandon(run)
+    sweeper = start_manage("deuz", "sweep", "--every", "0.2")
+    try:
+        wait_until(
+            lambda: Run.objects.filter(run_id=run.run_id, status="completed").exists(),
+            "the sweep to continue the abandoned run",
+        )
+    finally:
+        sweeper.send_signal(signal.SIGTERM)
+        out, err = sweeper.communicate(timeout=30)
+    assert sweeper.returncode == 0, err
+    assert out.splitlines()[0] == "Sweeping every 0.2 s until stopped."
+    assert out.splitlines()[-1] == "Stopped."
+    assert effects() == ["echo:hi"]
+
+
+def test_deuz_sweep_refuses_a_bad_interval() -> None:
+    with pytest.raises(CommandError, match="must be more than 0 seconds") as refused:
+        call_command("deuz", "sweep", "--every", "0")
+    assert refused.value.returncode == 2
+    with (
+        override_settings(DEUZ={**settings.DEUZ, "RECOVERY_INTERVAL": None}),
+        pytest.raises(CommandError, match=r"\(sweeping is off\): pass --every") as off,
+    ):
+        call_command("deuz", "sweep")
+    assert off.value.returncode == 2
 
 
 def test_a_sweeper_started_while_the_apps_load_sweeps_once_they_are_ready(

@@ -60,7 +60,11 @@ def test_a_stopping_worker_ends_its_leg_at_the_next_boundary_and_hands_the_run_o
     assert (run.status, run.step_index, run.last_error) == ("running", 2, "")
     assert run.lease_owner == ""  # released, not left to lapse (30 s here)
 
-    successor = db_worker(DEUZ_RECOVERY_INTERVAL="0.2", DEUZ_LEASE_SECONDS="0.5")
+    successor = db_worker(
+        DEUZ_RECOVERY_SWEEPER="1",
+        DEUZ_RECOVERY_INTERVAL="0.2",
+        DEUZ_LEASE_SECONDS="0.5",
+    )
     try:
         wait_until(
             lambda: Run.objects.filter(run_id=run.run_id, status="completed").exists(),

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def worker(url: str) -> subprocess.Popen[str]:
     """A real ``db_worker`` that sweeps every half second, with the webhook configured."""
     process: subprocess.Popen[str] = db_worker(
+        DEUZ_RECOVERY_SWEEPER="1",
         DEUZ_RECOVERY_INTERVAL="0.5",
         DEUZ_TEST_NOTIFIERS=json.dumps([webhook(url, timeout=30)]),
     )

@@ -224,7 +224,9 @@ def test_a_worker_killed_mid_leg_leaves_the_run_to_the_next_workers_sweep(
     wait_until(lambda: "slow:2:start" in effects(), "the leg to enter step 2's tool")
     queue.kill(first)
 
-    queue.start_worker(DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.5")
+    queue.start_worker(
+        DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_SWEEPER="1", DEUZ_RECOVERY_INTERVAL="0.5"
+    )
     # The killed call left no outcome and ``slow`` is not idempotent: the sweep runs the
     # run up to that call and asks a person, never re-running it silently.
     in_doubt = wait_until(
@@ -258,7 +260,11 @@ def test_a_worker_told_to_stop_ends_its_leg_at_the_next_boundary(
     run.refresh_from_db()
     assert (run.status, run.step_index, run.lease_owner) == ("running", 2, "")
 
-    queue.start_worker(DEUZ_LEASE_SECONDS="0.5", DEUZ_RECOVERY_INTERVAL="0.2")
+    queue.start_worker(
+        DEUZ_LEASE_SECONDS="0.5",
+        DEUZ_RECOVERY_SWEEPER="1",
+        DEUZ_RECOVERY_INTERVAL="0.2",
+    )
     wait_until(completed(run), "the next worker to continue the run")
     log = effects()
     for step in range(1, slow_agent_steps + 1):
@@ -284,7 +290,11 @@ def test_a_leg_the_queue_lost_is_healed_by_the_sweep(
         )
         recover_runs_task.enqueue()
     else:
-        queue.start_worker(DEUZ_LEASE_SECONDS="1", DEUZ_RECOVERY_INTERVAL="0.5")
+        queue.start_worker(
+            DEUZ_LEASE_SECONDS="1",
+            DEUZ_RECOVERY_SWEEPER="1",
+            DEUZ_RECOVERY_INTERVAL="0.5",
+        )
     wait_until(completed(run), "the sweep on the worker to recover the lost leg")
     assert effects() == ["echo:hi"]
     run.refresh_from_db()

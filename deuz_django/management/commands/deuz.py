@@ -1,4 +1,4 @@
-"""``manage.py deuz``: list, show, resume, recover and prune durable runs.
+"""``manage.py deuz``: list, show, resume, stop, recover, sweep and prune durable runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
@@ -6,6 +6,7 @@
                        [--as USERNAME | --operator NAME]
     deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
     deuz recover [--older-than SECONDS] [--dry-run]
+    deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
 
 Verdicts name their decider: ``--as USERNAME`` decides as that user, under the same
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from argparse import ArgumentParser
 from datetime import timedelta
@@ -48,6 +50,7 @@ from ...exceptions import (
     UnknownAgent,
 )
 from ...models import Approval, Run, RunStatus
+from ...runs import recovery
 from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
 from ..arguments import Parser, add_actions
@@ -58,6 +61,7 @@ from ..output import (
     RUN_ERROR,
     deadline,
     owner,
+    run_json,
     short,
     table,
     when,
@@ -124,7 +128,7 @@ class Command(BaseCommand):
         runs = runs[: options["limit"]]
         if options["json"]:
             for run in runs:
-                self.stdout.write(json.dumps(_run_json(run), ensure_ascii=False))
+                self.stdout.write(json.dumps(run_json(run), ensure_ascii=False))
             return
         rows = [
             [
@@ -327,6 +331,24 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"recovered {run_id}: {outcome.status}")
 
+    def handle_sweep(self, *, every: float | None, **options: Any) -> None:
+        """Sweep in this process's main thread until SIGTERM or SIGINT ends the wait
+        between two sweeps (a sweep under way is finished first)."""
+        interval = every if every is not None else deuz_settings.RECOVERY_INTERVAL
+        if interval is None:
+            raise CommandError(
+                "DEUZ['RECOVERY_INTERVAL'] is None (sweeping is off): pass --every "
+                "SECONDS.",
+                returncode=BAD_ARGUMENTS,
+            )
+        sweeper = recovery.Sweeper(float(interval))
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: sweeper.stop())
+        self.stdout.write(f"Sweeping every {float(interval):g} s until stopped.")
+        self.stdout.flush()
+        sweeper.run()
+        self.stdout.write("Stopped.")
+
     def handle_prune(
         self, *, completed_before: float, dry_run: bool, **options: Any
     ) -> None:
@@ -369,20 +391,3 @@ def _get_approval(run: Run, approval_id: str) -> Approval:
             returncode=BAD_ARGUMENTS,
         )
     return found
-
-
-def _run_json(run: Run) -> dict[str, Any]:
-    return {
-        "runId": run.run_id,
-        "title": run.title,
-        "agent": run.agent,
-        "owner": run.owner.get_username() if run.owner else None,
-        "status": run.status,
-        "stepIndex": run.step_index,
-        "usage": run.usage,
-        "pendingApprovals": services.current_pending(run).count(),
-        "lastError": run.last_error or None,
-        "stop": None if run.stop_requested_at is None else run.stop_description,
-        "createdAt": timezone.localtime(run.created_at).isoformat(),
-        "updatedAt": timezone.localtime(run.updated_at).isoformat(),
-    }
