@@ -190,6 +190,7 @@ def site_for(tmp: Path, services: Services, queue: str) -> LiveSite:
         CELERY_TASK_DEFAULT_QUEUE=queue,
         DEUZ_LEASE_SECONDS=LEASE_SECONDS,
         DEUZ_RECOVERY_INTERVAL=RECOVERY_INTERVAL,
+        DEUZ_RECOVERY_SWEEPER="1",  # the Celery workers sweep too, as the servers do
         DEUZ_RECOVERY_BACKOFF="1",
         DEUZ_API_READ_RATE="",  # one staff member and 24 customers are no flood
         DEUZ_API_WRITE_RATE="",
