@@ -43,7 +43,6 @@ from django.utils import timezone
 
 from ..core.durable.codec import encode_json
 from ..core.exceptions import DeuzError
-from ..core.tools import ToolArgumentsError
 from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -272,14 +271,12 @@ def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
         tool = approval_tool(approval)
     except DeuzError as error:
         return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
-    if tool is None or not tool.editable:
+    if tool is None:
         return f"the input of {approval.tool_name} calls may not be edited"
-    if tool.validate is not None:
-        try:
-            tool.validate(verdict.edited_input)
-        except ToolArgumentsError as error:
-            return "; ".join(f"editedInput.{issue}" for issue in error.issues)
-    return None
+    problems = tool.edit_problems(verdict.edited_input)
+    if problems and not tool.editable:
+        return problems[0]
+    return "; ".join(f"editedInput.{problem}" for problem in problems) or None
 
 
 def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:

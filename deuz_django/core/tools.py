@@ -192,6 +192,20 @@ class Tool:
                 f"tool {self.name!r}: idempotent=True and reconcile exclude each other"
             )
 
+    def edit_problems(self, edited: Any) -> tuple[str, ...]:
+        """Why ``edited`` may not replace a call's input (none: it may) — the one check
+        every layer makes, the core as it settles and each surface as it records the
+        verdict: the tool must be ``editable``, the input must pass its schema (one
+        problem per field, ``amount: …``)."""
+        if not self.editable:
+            return (f"the input of {self.name} calls may not be edited",)
+        if self.validate is not None:
+            try:
+                self.validate(edited)
+            except ToolArgumentsError as error:
+                return error.issues
+        return ()
+
 
 ToolSet = Mapping[str, Tool]
 

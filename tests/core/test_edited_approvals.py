@@ -70,7 +70,8 @@ async def test_an_edit_of_a_tool_that_is_not_editable_is_denied() -> None:
     assert RAN == []
     assert is_error
     assert result == (
-        "Tool call denied. Reason: The input of wire calls may not be edited."
+        "Tool call denied. Reason: Invalid edited input: the input of wire calls may not "
+        "be edited"
     )
 
 

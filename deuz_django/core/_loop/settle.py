@@ -12,7 +12,7 @@ from ..approvals import ApprovalSignerLike, ToolApprovalResponse
 from ..durable.signer import token_problem
 from ..messages import Message, ToolResultPart, ToolUsePart
 from ..questions import question_of
-from ..tools import Tool, ToolArgumentsError, ToolCall
+from ..tools import Tool, ToolCall
 from .approval import (
     CLIENT_TOOL_REASON,
     CONFLICT_REASON,
@@ -54,18 +54,16 @@ class SettlePlan:
         )
 
 
-def edit_problem(tools: Mapping[str, Tool], call: ToolCall, edited: Any) -> str | None:
-    """Why ``edited`` may not replace ``call``'s input: the tool must be ``editable``
-    and the edited input must pass its schema (checked again here, fail closed)."""
+def _edit_refusal(tools: Mapping[str, Tool], call: ToolCall, edited: Any) -> str | None:
+    """The denial reason when ``edited`` may not replace ``call``'s input (checked again
+    here, fail closed: :meth:`Tool.edit_problems`)."""
     declared = tools.get(call.tool_name)
-    if declared is None or not declared.editable:
-        return f"The input of {call.tool_name} calls may not be edited."
-    if declared.validate is not None:
-        try:
-            declared.validate(edited)
-        except ToolArgumentsError as exc:
-            return f"Invalid edited input: {exc}"
-    return None
+    problems = (
+        declared.edit_problems(edited)
+        if declared is not None
+        else (f"the input of {call.tool_name} calls may not be edited",)
+    )
+    return f"Invalid edited input: {'; '.join(problems)}" if problems else None
 
 
 def waiting_client_calls(
@@ -81,7 +79,7 @@ def waiting_client_calls(
     )
 
 
-def answer_problem(
+def _answer_refusal(
     tools: Mapping[str, Tool], call: ToolCall, answer: Any
 ) -> str | None:
     """Why ``answer`` does not answer ``call``'s question (checked again here, fail
@@ -179,13 +177,13 @@ async def plan_settle(
             ):
                 denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
             elif verdict.edited_input is not None:
-                problem = edit_problem(tools, call, verdict.edited_input)
+                problem = _edit_refusal(tools, call, verdict.edited_input)
                 if problem is None:
                     edits[call.tool_call_id] = verdict.edited_input
                 else:
                     denials[call.tool_call_id] = Denial(problem)
             elif verdict.answer is not None:
-                problem = answer_problem(tools, call, verdict.answer)
+                problem = _answer_refusal(tools, call, verdict.answer)
                 if problem is None:
                     answers[call.tool_call_id] = verdict.answer
                 else:
