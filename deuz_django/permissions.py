@@ -23,15 +23,16 @@ Anonymous users may do none of these. A run a user may not see is reported as no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .core.exceptions import DeuzError
-from .models.visibility import VIEW_ANY_RUN, is_signed_in, visible_runs
+from .models import Run
+from .models.visibility import VIEW_ANY_RUN, Person, is_signed_in, visible_runs
 from .registry import agent_tools, find_tool
 
 if TYPE_CHECKING:
     from .core import Tool
-    from .models import Approval, Run
+    from .models import Approval
 
 __all__ = [
     "DECIDE_ANY_APPROVAL",
@@ -57,26 +58,26 @@ STOP_ANY_RUN = "deuz_django.stop_run"
 EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
 
 
-def _owns(user: Any, run: Run) -> bool:
+def _owns(user: Person | None, run: Run) -> bool:
     return is_signed_in(user) and run.owner_id is not None and run.owner_id == user.pk
 
 
-def can_view_run(user: Any, run: Run) -> bool:
+def can_view_run(user: Person | None, run: Run) -> bool:
     if not is_signed_in(user):
         return False
     return _owns(user, run) or user.has_perm(VIEW_ANY_RUN)
 
 
-def can_resume_run(user: Any, run: Run) -> bool:
-    if not can_view_run(user, run):
+def can_resume_run(user: Person | None, run: Run) -> bool:
+    if user is None or not can_view_run(user, run):
         return False
     return _owns(user, run) or user.has_perm(RESUME_ANY_RUN)
 
 
-def can_stop_run(user: Any, run: Run) -> bool:
+def can_stop_run(user: Person | None, run: Run) -> bool:
     """The owner may always stop their own run; others need ``stop_run`` (and to see
     the run): a person can always stop what an agent does on their behalf."""
-    if not can_view_run(user, run):
+    if user is None or not can_view_run(user, run):
         return False
     return _owns(user, run) or user.has_perm(STOP_ANY_RUN)
 
@@ -92,10 +93,12 @@ def approval_tool(approval: Approval) -> Tool | None:
     return find_tool(tools, approval.tool_name, approval.agent_path or ())
 
 
-def decide_refusal(user: Any, approval: Approval, *, approving: bool) -> str | None:
+def decide_refusal(
+    user: Person | None, approval: Approval, *, approving: bool
+) -> str | None:
     """Why ``user`` may not decide ``approval`` (``None`` when they may)."""
     run = approval.run
-    if not can_view_run(user, run):
+    if user is None or not can_view_run(user, run):
         return "You may not see this run."
     if not approving and _owns(user, run):
         return None  # the owner may always refuse a call on their own run
@@ -131,21 +134,24 @@ def is_editable(approval: Approval) -> bool:
     return tool is not None and tool.editable
 
 
-def edit_refusal(user: Any, approval: Approval) -> str | None:
+def edit_refusal(user: Person | None, approval: Approval) -> str | None:
     """Why ``user`` may not approve ``approval`` with an edited input (``None``: they
     may): the approving rules of :func:`decide_refusal`, checked again for the edited
     call, and the edit permission."""
     problem = decide_refusal(user, approval, approving=True)
-    if problem is not None:
+    if problem is not None or user is None:
         return problem
     if not user.has_perm(EDIT_APPROVAL_INPUT):
         return f"Editing a call's input needs the '{EDIT_APPROVAL_INPUT}' permission."
     return None
 
 
-def may_decide_some(user: Any) -> bool:
+def may_decide_some(user: Person | None) -> bool:
     """Whether ``user`` may decide any approval at all: the admin offers its Approve and
     Deny actions then. Each approval is still checked with :func:`decide_refusal`."""
     if not is_signed_in(user):
         return False
-    return bool(user.has_perm(DECIDE_ANY_APPROVAL) or user.deuz_runs.exists())
+    return (
+        user.has_perm(DECIDE_ANY_APPROVAL)
+        or Run.objects.filter(owner_id=user.pk).exists()
+    )

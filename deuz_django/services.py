@@ -48,6 +48,7 @@ from .exceptions import (
     RunNotResumable,
 )
 from .models import Approval, Run
+from .models.visibility import Person
 from .permissions import can_stop_run, is_signed_in
 from .registry import load_agent
 from .rules.grants import Allow
@@ -194,7 +195,10 @@ class Recorded:
 
 
 def verdict_refusals(
-    user: Any, verdicts: Sequence[tuple[Approval, Verdict]], *, operator: str = ""
+    user: Person | None,
+    verdicts: Sequence[tuple[Approval, Verdict]],
+    *,
+    operator: str = "",
 ) -> list[tuple[int, Refusal]]:
     """Why any of ``verdicts`` may not be recorded, by index (``[]``: all may be).
 
@@ -216,7 +220,7 @@ def verdict_refusals(
 
 
 def record_verdicts(
-    user: Any,
+    user: Person | None,
     verdicts: Sequence[tuple[Approval, Verdict]],
     *,
     operator: str = "",
@@ -240,7 +244,7 @@ def record_verdicts(
 
 
 def record_checked_verdicts(
-    user: Any,
+    user: Person | None,
     verdicts: Sequence[tuple[Approval, Verdict]],
     *,
     operator: str = "",
@@ -269,7 +273,7 @@ arecord_verdicts = sync_to_async(record_verdicts)
 def decide_approval(
     approval: Approval | int,
     *,
-    user: Any,
+    user: Person | None,
     approved: bool,
     reason: str = "",
     token: str | None = None,
@@ -340,7 +344,7 @@ resume_run = run_here_to_end
 
 
 def stop_run(
-    run_id: str, *, user: Any = None, operator: str = "", reason: str = ""
+    run_id: str, *, user: Person | None = None, operator: str = "", reason: str = ""
 ) -> Run:
     """Stop ``run_id`` on behalf of ``user`` — now if no leg holds it, else at that
     leg's next fence (:mod:`deuz_django.runs.stopping`). A run the user may not see is

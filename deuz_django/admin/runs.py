@@ -28,6 +28,7 @@ from ..core.questions import Question
 from ..exceptions import NotPermitted, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
 from ..models.rules import GrantScope
+from ..models.visibility import Person
 from ..permissions import can_stop_run, decide_refusal, edit_refusal, is_editable
 from ..rules.grants import Allow, allow_problem, max_hours
 from ..runs.stopping import FINISHED
@@ -119,7 +120,7 @@ class PendingRow:
         return definition_changes(self.approval)
 
 
-def pending_row(user: Any, approval: Approval) -> PendingRow:
+def pending_row(user: Person | None, approval: Approval) -> PendingRow:
     approve_refusal = decide_refusal(user, approval, approving=True)
     deny_refusal = decide_refusal(user, approval, approving=False)
     gated = approval.kind == ApprovalKind.APPROVAL
@@ -137,7 +138,7 @@ def pending_row(user: Any, approval: Approval) -> PendingRow:
     )
 
 
-def pending_rows(user: Any, run: Run) -> list[PendingRow]:
+def pending_rows(user: Person | None, run: Run) -> list[PendingRow]:
     return [
         pending_row(user, approval)
         for approval in run.approvals.pending().select_related("run")

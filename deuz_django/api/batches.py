@@ -22,6 +22,7 @@ from ..exceptions import (
     NotPermitted,
 )
 from ..models import Approval, Run
+from ..models.visibility import Person
 from ..rules.grants import Allow
 from ..services import verdict_refusals
 from .exceptions import (
@@ -79,7 +80,7 @@ def read_verdict(fields: dict[str, Any]) -> Verdict:
 
 
 def check_batch(
-    user: Any, run: Run, verdicts: list[dict[str, Any]]
+    user: Person | None, run: Run, verdicts: list[dict[str, Any]]
 ) -> list[tuple[Approval, Verdict]]:
     """Each approval with its verdict, once the verdict service accepted every one
     (:func:`deuz_django.services.verdict_refusals`).

@@ -35,6 +35,7 @@ from django.views.decorators.http import require_GET
 
 from ..deadlines import escalation_label
 from ..models import Approval, Grant, GrantScope, Run
+from ..models.visibility import Person
 from ..permissions import decide_refusal, edit_refusal, is_editable, is_signed_in
 
 
@@ -71,7 +72,7 @@ def run_approvals(request: HttpRequest, run_id: str) -> JsonResponse:
     return JsonResponse({"runId": run.run_id, "approvals": approvals})
 
 
-def _editable(user: Any, approval: Approval) -> bool:
+def _editable(user: Person | None, approval: Approval) -> bool:
     """Whether ``user`` may approve the pending call with an input of their own."""
     return (
         approval.is_pending

@@ -239,7 +239,7 @@ def page(
 
 def _admin_url(request: HttpRequest, approval: Approval) -> str | None:
     """The call's page in the admin, for staff who may see the approval queue."""
-    user: Any = request.user
+    user = request.user
     if not (user.is_staff and user.has_perm("deuz_django.view_approval")):
         return None
     try:

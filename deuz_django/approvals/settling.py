@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ..exceptions import RunBusy, RunNotResumable
 from ..models import Approval, ApprovalStatus, Run
+from ..models.visibility import Person
 from ..storage.db import bounded_atomic, locked
 from .announcing import announce_verdict
 from .expiry import EXPIRED_REASON, is_expired, max_age
@@ -21,7 +22,7 @@ from .tool_versions import definition_changed_since_verdict
 from .verdicts import RESUMED_WITHOUT_VERDICT, user_or_none
 
 
-def close_undecided(run: Run, *, deny_remaining: bool, user: Any) -> None:
+def close_undecided(run: Run, *, deny_remaining: bool, user: Person | None) -> None:
     """What a claim settles before a leg may start: rows too old to decide are recorded
     ``expired``; with ``deny_remaining`` ("resume now") the undecided rest are recorded
     ``denied``. Without it an undecided row makes the run not resumable yet
@@ -41,7 +42,7 @@ def collect_verdicts(run: Run) -> list[dict[str, Any]]:
 
 
 def _closed_rows(
-    run: Run, ids: list[str], *, deny_remaining: bool, user: Any
+    run: Run, ids: list[str], *, deny_remaining: bool, user: Person | None
 ) -> dict[str, Approval]:
     if not ids:
         return {}
@@ -56,7 +57,7 @@ def _closed_rows(
 
 
 def _close(
-    run: Run, ids: list[str], *, deny_remaining: bool, user: Any
+    run: Run, ids: list[str], *, deny_remaining: bool, user: Person | None
 ) -> dict[str, Approval]:
     rows = {
         a.approval_id: a

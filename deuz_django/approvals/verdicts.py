@@ -52,6 +52,7 @@ from ..exceptions import (
 )
 from ..models import Approval, ApprovalKind, ApprovalStatus, Grant
 from ..models.rules import StandingRule
+from ..models.visibility import Person
 from ..permissions import (
     approval_tool,
     can_view_run,
@@ -85,7 +86,7 @@ from .tool_versions import (  # noqa: F401
 RESUMED_WITHOUT_VERDICT = "Denied: the run was resumed without a verdict."
 
 
-def user_or_none(user: Any) -> Any:
+def user_or_none(user: Person | None) -> Any:
     return user if getattr(user, "is_authenticated", False) else None
 
 
@@ -143,7 +144,11 @@ class Decision:
 
 
 def check_verdict(
-    user: Any, approval: Approval, verdict: Verdict, *, now: datetime | None = None
+    user: Person | None,
+    approval: Approval,
+    verdict: Verdict,
+    *,
+    now: datetime | None = None,
 ) -> Refusal | None:
     """Whether ``user`` may record ``verdict`` on ``approval`` now (``None``: they may).
 
@@ -279,7 +284,7 @@ def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
     return "; ".join(f"editedInput.{problem}" for problem in problems) or None
 
 
-def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
+def decide(user: Person | None, approval: Approval, verdict: Verdict) -> Decision:
     """Check and record one verdict (raising the refusal's error); an approval past
     ``APPROVAL_MAX_AGE`` is recorded as ``expired`` and its call will not run."""
     refusal = check_verdict(user, approval, verdict)
@@ -290,7 +295,7 @@ def decide(user: Any, approval: Approval, verdict: Verdict) -> Decision:
 
 def record_verdict(
     approval: Approval,
-    user: Any,
+    user: Person | None,
     verdict: Verdict,
     *,
     operator: str = "",

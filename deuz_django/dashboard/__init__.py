@@ -15,9 +15,9 @@ declared on the models (``deuz_run_*``, ``deuz_approval_*``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..models import Run
+from ..models.visibility import Person
 from ..permissions import VIEW_ANY_RUN, is_signed_in
 from ..registry import agent_names
 from .approvals import approvals_waiting, decision_latency
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-def can_view_dashboard(user: Any) -> bool:
+def can_view_dashboard(user: Person | None) -> bool:
     """Staff who may see runs or approvals; each chart is shown to those who may see its rows."""
     return is_signed_in(user) and (
         user.has_perm(VIEW_ANY_RUN) or user.has_perm(VIEW_APPROVALS)
@@ -73,7 +73,7 @@ def charts(scope: Scope) -> list[Chart]:
     return [chart for kind, build in CHARTS if allowed[kind] for chart in build(scope)]
 
 
-def agent_choices(user: Any) -> list[str]:
+def agent_choices(user: Person | None) -> list[str]:
     """Agents to filter by: the registered ones and any the user's runs name."""
     seen = set(agent_names())
     seen.update(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any
 
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from ..models import Approval, ApprovalQuerySet, Run, RunQuerySet
+from ..models.visibility import Person
 from ..permissions import VIEW_ANY_RUN
 
 VIEW_APPROVALS = "deuz_django.view_approval"
@@ -62,7 +62,7 @@ class Scope:
     now: datetime = field(default_factory=timezone.now)
 
     @classmethod
-    def for_user(cls, user: Any, *, agent: str | None, period: int) -> Scope:
+    def for_user(cls, user: Person, *, agent: str | None, period: int) -> Scope:
         runs = Run.objects.for_user(user)
         approvals = Approval.objects.for_user(user)
         if agent:

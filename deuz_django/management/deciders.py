@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from .. import services
 from ..exceptions import ApprovalNotFound, NotPermitted
 from ..models import Approval
+from ..models.visibility import Person
 from .output import BAD_ARGUMENTS, NOT_PERMITTED
 
 
@@ -20,7 +21,7 @@ class ShellDecider:
     as an operator override. A refusal ends the command, and the caller's transaction
     takes back what was recorded before it."""
 
-    def __init__(self, user: Any, operator: str) -> None:
+    def __init__(self, user: Person | None, operator: str) -> None:
         self.user = user
         self.operator = operator.strip()
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -13,6 +11,7 @@ from ..deadlines import escalation_label
 from .rules import Grant, StandingRule
 from .runs import Run
 from .steps import RunCall
+from .visibility import Person
 
 
 class ApprovalKind(models.TextChoices):
@@ -44,7 +43,7 @@ class ApprovalStatus(models.TextChoices):
 
 
 class ApprovalQuerySet(models.QuerySet["Approval"]):
-    def for_user(self, user: Any) -> ApprovalQuerySet:
+    def for_user(self, user: Person | None) -> ApprovalQuerySet:
         """The approvals on runs ``user`` may see (deciding them is a separate question)."""
         return self.filter(run__in=Run.objects.for_user(user))
 

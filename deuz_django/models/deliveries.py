@@ -27,6 +27,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .runs import Run
+from .visibility import Person
 
 # Wait after the first failed attempt; each further one waits twice as long, up to the cap.
 RETRY_BASE = timedelta(minutes=1)
@@ -48,7 +49,7 @@ class DeliveryStatus(models.TextChoices):
 
 
 class DeliveryQuerySet(models.QuerySet["Delivery"]):
-    def for_user(self, user: Any) -> DeliveryQuerySet:
+    def for_user(self, user: Person | None) -> DeliveryQuerySet:
         """The deliveries about runs ``user`` may see (the admin's delivery log)."""
         return self.filter(run__in=Run.objects.for_user(user))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import RunNotFound
-from .visibility import visible_runs
+from .visibility import Person, visible_runs
 
 # The ids callers may choose and address runs by (they go into URLs and group names).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -58,11 +58,11 @@ class RunQuerySet(models.QuerySet["Run"]):
             lease_generation=lease.generation,
         )
 
-    def for_user(self, user: Any) -> RunQuerySet:
+    def for_user(self, user: Person | None) -> RunQuerySet:
         """The root runs ``user`` may see (owner, or staff with the view permission)."""
         return visible_runs(self.roots(), user)
 
-    def visible(self, user: Any, run_id: str) -> Run:
+    def visible(self, user: Person | None, run_id: str) -> Run:
         """The root run ``run_id`` if ``user`` may see it, else :class:`RunNotFound`:
         another user's run is not found, never forbidden, and sub-agent runs are never
         addressed directly. Every surface looks runs up through here."""
@@ -73,7 +73,7 @@ class RunQuerySet(models.QuerySet["Run"]):
             raise RunNotFound(f"No run '{run_id}'.")
         return run
 
-    async def avisible(self, user: Any, run_id: str) -> Run:
+    async def avisible(self, user: Person | None, run_id: str) -> Run:
         # In a thread: the permission check may query the database (``has_perm``).
         return await sync_to_async(self.visible)(user, run_id)
 

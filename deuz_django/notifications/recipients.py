@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_backends, get_user_model
 from django.db.models import QuerySet
 
+from ..models.visibility import Person
 from ..permissions import DECIDE_ANY_APPROVAL, decide_refusal
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def deciders(approval: Approval, *, to: str = "") -> list[Any]:
     return [chosen[pk] for pk in sorted(chosen)]
 
 
-def email_of(user: Any) -> str:
+def email_of(user: Person | None) -> str:
     return str(getattr(user, get_user_model().get_email_field_name(), ""))
 
 

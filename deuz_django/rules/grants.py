@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from django.utils import timezone
 
@@ -21,6 +20,7 @@ from ..conf import deuz_settings
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, Grant
 from ..models.rules import GrantScope
+from ..models.visibility import Person
 from ..permissions import approval_tool
 
 
@@ -72,7 +72,7 @@ def allow_problem(
     return None
 
 
-def record_grant(approval: Approval, user: Any, allow: Allow) -> Grant:
+def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant:
     """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``."""
     run = approval.run
     owner_wide = allow.scope == GrantScope.OWNER
@@ -84,7 +84,7 @@ def record_grant(approval: Approval, user: Any, allow: Allow) -> Grant:
         run=None if owner_wide else run,
         owner_id=run.owner_id if owner_wide else None,
         approval=approval,
-        created_by=user,
+        created_by_id=None if user is None else user.pk,
         expires_at=timezone.now() + timedelta(hours=allow.hours or 0)
         if owner_wide
         else None,

@@ -14,7 +14,6 @@ no person, and no process is ever told it is busy by its own previous leg.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from asgiref.sync import sync_to_async
 
@@ -22,6 +21,7 @@ from ..approvals.pending import current_pending
 from ..core import AbortController
 from ..exceptions import NotPermitted, RunBusy, RunNotResumable, RunStopped
 from ..models import Run, RunStatus
+from ..models.visibility import Person
 from ..permissions import can_resume_run, is_signed_in
 from ..registry import agent_tools
 from ..storage import leases
@@ -33,7 +33,9 @@ from .outcomes import LegOutcome
 logger = logging.getLogger("deuz_django")
 
 
-def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lease:
+def claim(
+    run_id: str, *, user: Person | None = None, deny_remaining: bool = False
+) -> Lease:
     """Take the run's lease and check it may continue.
 
     ``user`` is who asks (``None`` for the system: verdicts that left nothing undecided,
@@ -60,7 +62,7 @@ def claim(run_id: str, *, user: Any = None, deny_remaining: bool = False) -> Lea
     return lease
 
 
-def _check_may_resume(run_id: str, user: Any) -> None:
+def _check_may_resume(run_id: str, user: Person | None) -> None:
     if not is_signed_in(user):
         raise NotPermitted("Sign in to resume runs.")
     run = Run.objects.visible(user, run_id)

@@ -44,6 +44,7 @@ from django.db import connections, transaction
 
 from ..core import AbortController
 from ..exceptions import ProcessStopping, RunBusy, RunNotResumable
+from ..models.visibility import Person
 from ..storage import leases
 from ..storage.leases import Lease
 from . import draining
@@ -110,7 +111,7 @@ class Continuation:
 
 
 def enqueue_run(
-    run_id: str, *, user: Any = None, deny_remaining: bool = False
+    run_id: str, *, user: Person | None = None, deny_remaining: bool = False
 ) -> Continuation:
     """Claim ``run_id`` and continue it in the background (:func:`hand_off`): what a
     surface does once a verdict left nothing undecided. The caller never waits."""
@@ -123,7 +124,7 @@ aenqueue_run = sync_to_async(enqueue_run)
 async def astart_here(
     run_id: str,
     *,
-    user: Any = None,
+    user: Person | None = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
     controller: AbortController | None = None,
@@ -139,7 +140,7 @@ async def astart_here(
 async def arun_here(
     run_id: str,
     *,
-    user: Any = None,
+    user: Person | None = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
     controller: AbortController | None = None,
@@ -346,7 +347,7 @@ def continue_run(
     run_id: str,
     *,
     in_process: bool,
-    user: Any = None,
+    user: Person | None = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
 ) -> Continuation:
@@ -364,7 +365,7 @@ async def acontinue_run(
     run_id: str,
     *,
     in_process: bool,
-    user: Any = None,
+    user: Person | None = None,
     deny_remaining: bool = False,
     observer: PartObserver | None = None,
     controller: AbortController | None = None,

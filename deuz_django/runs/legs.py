@@ -35,6 +35,7 @@ from ..exceptions import (
     RunStopped,
 )
 from ..models import Run, RunStatus
+from ..models.visibility import Person
 from ..registry import AgentSpec, agent_pricer, load_agent
 from ..storage import leases
 from ..storage.db import discard_if_broken, once_more_if_broken
@@ -59,7 +60,7 @@ PartObserver = Callable[[StreamPart], Awaitable[None]]
 
 
 def check_may_continue(
-    run_id: str, *, deny_remaining: bool = False, user: Any = None
+    run_id: str, *, deny_remaining: bool = False, user: Person | None = None
 ) -> Run:
     """Under the lease, before a leg: the run exists, is not completed, was not asked to
     stop (:class:`RunStopped`: the lease holder applies it), and every call it waits on

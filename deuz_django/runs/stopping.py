@@ -30,6 +30,7 @@ from ..approvals.verdicts import user_or_none
 from ..core import AbortController, ErrorPart
 from ..exceptions import RunBusy, RunNotFound, RunNotStoppable, RunStopped
 from ..models import Approval, ApprovalStatus, Run, RunStatus
+from ..models.visibility import Person
 from ..signals import run_stopped, send_on_commit
 from ..storage import leases
 from ..storage.db import bounded_atomic
@@ -42,7 +43,7 @@ FINISHED = (RunStatus.COMPLETED, RunStatus.STOPPED)
 
 
 def request_stop(
-    run_id: str, *, user: Any = None, operator: str = "", reason: str = ""
+    run_id: str, *, user: Person | None = None, operator: str = "", reason: str = ""
 ) -> Run:
     """Ask ``run_id`` to stop, on behalf of ``user`` (or ``operator``, a name from a
     shell); it stops now when no leg holds it, else at that leg's next fence. Asking
