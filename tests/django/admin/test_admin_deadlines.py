@@ -18,8 +18,7 @@ from django.utils.html import strip_tags
 
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval
-
-from .admin_support import (
+from tests.django.admin_support import (
     APPROVER,
     QUEUE,
     approval,
@@ -28,7 +27,7 @@ from .admin_support import (
     run_url,
     suspended_run,
 )
-from .run_support import let_time_pass
+from tests.django.run_support import let_time_pass
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

@@ -17,8 +17,7 @@ from deuz_django.admin.display import exact_time
 from deuz_django.models import Approval, ApprovalStatus, Run, RunStatus
 from deuz_django.runs.continuing import join_handed_off
 from deuz_django.storage import leases
-
-from .admin_support import (
+from tests.django.admin_support import (
     APPROVER,
     DECIDER,
     VIEWER,
@@ -28,8 +27,8 @@ from .admin_support import (
     run_url,
     suspended_run,
 )
-from .agents import TOOL_PERMISSION
-from .run_support import background_leg
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

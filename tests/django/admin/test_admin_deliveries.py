@@ -15,10 +15,9 @@ from django.urls import reverse
 from deuz_django.models import Delivery
 from deuz_django.notifications.notifiers import Event
 from deuz_django.notifications.webhooks import WebhookNotifier
+from tests.django.admin_support import messages_of, suspended_run
+from tests.django.notify_support import SECRET, Receiver, notifying, webhook
 from tests.live_site import free_port
-
-from .admin_support import messages_of, suspended_run
-from .notify_support import SECRET, Receiver, notifying, webhook
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,14 @@ from django.urls import reverse
 
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.runs.continuing import join_handed_off
-
-from .admin_support import DECIDER, approval, decide_url, messages_of, run_url
-from .run_support import background_leg, suspended
+from tests.django.admin_support import (
+    DECIDER,
+    approval,
+    decide_url,
+    messages_of,
+    run_url,
+)
+from tests.django.run_support import background_leg, suspended
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

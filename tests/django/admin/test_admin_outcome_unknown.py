@@ -14,8 +14,7 @@ from django.urls import reverse
 
 from deuz_django.models import ApprovalStatus, RunCall, RunStatus
 from deuz_django.runs.continuing import join_handed_off
-
-from .admin_support import (
+from tests.django.admin_support import (
     QUEUE,
     VIEWER,
     approval,
@@ -24,7 +23,7 @@ from .admin_support import (
     run_url,
     suspended_run,
 )
-from .run_support import background_leg, in_doubt, tool_results
+from tests.django.run_support import background_leg, in_doubt, tool_results
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

@@ -15,9 +15,8 @@ from django.urls import reverse
 
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.runs.continuing import join_handed_off
-
-from .admin_support import DECIDER, QUEUE, decide_url, messages_of, run_url
-from .run_support import approval, suspended, tool_results
+from tests.django.admin_support import DECIDER, QUEUE, decide_url, messages_of, run_url
+from tests.django.run_support import approval, suspended, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MakeUser = Callable[..., User]

@@ -20,8 +20,7 @@ from django.utils.html import strip_tags
 
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
 from deuz_django.runs.continuing import join_handed_off
-
-from .admin_support import (
+from tests.django.admin_support import (
     APPROVER,
     DECIDER,
     QUEUE,
@@ -30,8 +29,8 @@ from .admin_support import (
     messages_of,
     suspended_run,
 )
-from .agents import TOOL_PERMISSION
-from .run_support import background_leg
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

@@ -16,9 +16,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from deuz_django.models import Approval, ApprovalStatus, Grant, Run, StandingRule
-
-from .admin_support import APPROVER, DECIDER, approval, decide_url, messages_of, run_url
-from .run_support import suspended
+from tests.django.admin_support import (
+    APPROVER,
+    DECIDER,
+    approval,
+    decide_url,
+    messages_of,
+    run_url,
+)
+from tests.django.run_support import suspended
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

@@ -21,8 +21,7 @@ from deuz_django.core.usage import Usage
 from deuz_django.models import Run
 from deuz_django.registry import AgentSpec
 from deuz_django.runs.continuing import join_handed_off
-
-from .admin_support import (
+from tests.django.admin_support import (
     APPROVER,
     DECIDER,
     RUNS,
@@ -32,8 +31,8 @@ from .admin_support import (
     run_url,
     suspended_run,
 )
-from .agents import TOOL_PERMISSION
-from .run_support import background_leg
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 MakeUser = Callable[..., User]

@@ -14,8 +14,7 @@ from django.utils.dateparse import parse_datetime
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Run
 from tests.api.support import API, approval, approve, client, started, verdicts_url
-
-from .run_support import let_time_pass
+from tests.django.run_support import let_time_pass
 
 pytestmark = pytest.mark.django_db
 HOUR = timedelta(hours=1)

@@ -21,8 +21,7 @@ from tests.api.support import (
     started,
     verdicts_url,
 )
-
-from .run_support import background_leg
+from tests.django.run_support import background_leg
 
 MakeUser = Callable[..., User]
 

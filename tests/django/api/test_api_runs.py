@@ -14,8 +14,7 @@ from deuz_django.models import Run, RunMessage
 from deuz_django.runs.continuing import join_handed_off
 from deuz_django.storage.history import digest
 from tests.api.support import API, client, started
-
-from .run_support import background_leg
+from tests.django.run_support import background_leg
 
 pytestmark = pytest.mark.django_db
 

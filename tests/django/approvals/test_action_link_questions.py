@@ -15,9 +15,8 @@ from django.urls import reverse
 from deuz_django.approvals import links as action_links
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.runs.continuing import join_handed_off
-
-from .notify_support import notifying
-from .run_support import approval, suspended, tool_results
+from tests.django.notify_support import notifying
+from tests.django.run_support import approval, suspended, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "Refund order A-1 to the card or as store credit?"

@@ -19,10 +19,9 @@ from django.urls import reverse
 from deuz_django.approvals import links as action_links
 from deuz_django.models import Approval, Run
 from deuz_django.runs.continuing import join_handed_off
-
-from .agents import TOOL_PERMISSION
-from .notify_support import notifying
-from .run_support import age, approval, background_leg, in_doubt, suspended
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.notify_support import notifying
+from tests.django.run_support import age, approval, background_leg, in_doubt, suspended
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,8 @@ from deuz_django.exceptions import RunNotResumable
 from deuz_django.models import ApprovalKind, ApprovalStatus, Run
 from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import client, started, verdicts_url
-
-from .processes import run_manage
-from .run_support import approval, follow, history, tool_results, until_done
+from tests.django.processes import run_manage
+from tests.django.run_support import approval, follow, history, tool_results, until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 RESULT = {"colour": "blue", "hex": "#0000ff"}

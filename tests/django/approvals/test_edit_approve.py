@@ -18,8 +18,7 @@ from deuz_django.core.durable import Authorization
 from deuz_django.models import Approval, ApprovalStatus, Run
 from deuz_django.storage.step_journal import DjangoStepJournal
 from tests.api.support import approve, client, started, verdicts_url
-
-from .run_support import approval, tool_results
+from tests.django.run_support import approval, tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MakeUser = Callable[..., User]

@@ -13,8 +13,7 @@ from django.contrib.auth.models import User
 from deuz_django.models import ApprovalStatus, Run
 from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import API, approve, client, started, verdicts_url
-
-from .run_support import approval, follow, tool_results, until_done
+from tests.django.run_support import approval, follow, tool_results, until_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,10 +17,15 @@ from deuz_django import services, signals
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.exceptions import InvalidVerdict
 from deuz_django.models import Approval, ApprovalKind, ApprovalStatus, Run, StandingRule
+from tests.django.processes import run_manage
 from tests.django.question_agents import REFUND_QUESTION
-
-from .processes import run_manage
-from .run_support import approval, history, let_time_pass, suspended, tool_results
+from tests.django.run_support import (
+    approval,
+    history,
+    let_time_pass,
+    suspended,
+    tool_results,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,9 +19,8 @@ from deuz_django.exceptions import InvalidVerdict
 from deuz_django.models import Approval, Run
 from deuz_django.routing import websocket_urlpatterns
 from tests.api.support import approval, mint, started
-
-from .agents import TOOL_PERMISSION
-from .run_support import tool_results
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import tool_results
 
 BAD_TOKENS: dict[str, tuple[Callable[[Run, Approval], str], str]] = {
     "forged": (

@@ -24,10 +24,9 @@ from deuz_django.exceptions import NotPermitted
 from deuz_django.models import Approval, ApprovalStatus, RunStatus
 from deuz_django.registry import agent_tools
 from tests.api.support import client, started
-
-from .admin_support import run_url
-from .processes import run_manage
-from .run_support import tool_results
+from tests.django.admin_support import run_url
+from tests.django.processes import run_manage
+from tests.django.run_support import tool_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,8 +19,7 @@ from deuz_django.core import Usage
 from deuz_django.core.providers import DEFAULT_PRICES
 from deuz_django.dashboard import Chart, Scope
 from deuz_django.models import Approval, StandingRule
-
-from .dashboard_support import approval, run, usage
+from tests.django.dashboard_support import approval, run, usage
 
 pytestmark = pytest.mark.django_db
 

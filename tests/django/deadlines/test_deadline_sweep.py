@@ -24,8 +24,7 @@ from deuz_django.deadlines.rows import schedule_deadlines
 from deuz_django.exceptions import ApprovalAlreadyDecided
 from deuz_django.models import Approval, ApprovalKind, Run, StandingRule
 from deuz_django.runs import recovery
-
-from .run_support import (
+from tests.django.run_support import (
     approval,
     held_elsewhere,
     let_time_pass,

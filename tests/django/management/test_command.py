@@ -21,11 +21,16 @@ from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.management.commands.deuz import NO_DECIDER
 from deuz_django.models import Approval, Run, StreamEntry
 from deuz_django.storage import leases
-
-from .admin_support import APPROVER, DECIDER
-from .agents import TOOL_PERMISSION
-from .processes import MANAGE, manage_env, run_manage
-from .run_support import PROMPT, approval, let_time_pass, suspended, tool_results
+from tests.django.admin_support import APPROVER, DECIDER
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.processes import MANAGE, manage_env, run_manage
+from tests.django.run_support import (
+    PROMPT,
+    approval,
+    let_time_pass,
+    suspended,
+    tool_results,
+)
 
 pytestmark = pytest.mark.django_db
 

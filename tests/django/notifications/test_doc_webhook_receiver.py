@@ -15,10 +15,9 @@ from django.test import RequestFactory, override_settings
 from deuz_django.core.webhooks import sign
 from deuz_django.notifications.notifiers import Event
 from deuz_django.notifications.webhooks import WebhookNotifier
+from tests.django.notify_support import SECRET, notifying
+from tests.django.run_support import approval, suspended
 from tests.live_site import ROOT
-
-from .notify_support import SECRET, notifying
-from .run_support import approval, suspended
 
 pytestmark = pytest.mark.django_db
 

@@ -20,9 +20,8 @@ from deuz_django import notifications, services, signals
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval
 from deuz_django.runs.continuing import join_handed_off
-
-from .agents import TOOL_PERMISSION
-from .notify_support import (
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.notify_support import (
     EMAIL,
     MAIL_SERVER_DOWN,
     SITE,
@@ -30,7 +29,13 @@ from .notify_support import (
     later,
     notifying,
 )
-from .run_support import approval, background_leg, in_doubt, let_time_pass, suspended
+from tests.django.run_support import (
+    approval,
+    background_leg,
+    in_doubt,
+    let_time_pass,
+    suspended,
+)
 
 pytestmark = pytest.mark.django_db
 

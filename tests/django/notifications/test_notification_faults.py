@@ -16,9 +16,8 @@ from deuz_django import notifications
 from deuz_django.models import Delivery, deliveries
 from deuz_django.runs import continuing as continuation
 from deuz_django.runs import recovery
-
-from .notify_support import Receiver, later, notifying, webhook
-from .run_support import suspended
+from tests.django.notify_support import Receiver, later, notifying, webhook
+from tests.django.run_support import suspended
 
 pytestmark = pytest.mark.django_db
 

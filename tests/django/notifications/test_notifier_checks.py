@@ -11,9 +11,8 @@ from django.test import override_settings
 
 from deuz_django import checks, notifications
 from deuz_django.notifications.notifiers import Event
-
-from .notify_support import EMAIL, Receiver, notifying, webhook
-from .run_support import suspended
+from tests.django.notify_support import EMAIL, Receiver, notifying, webhook
+from tests.django.run_support import suspended
 
 HOOK = "https://hooks.example.com/deuz"
 

@@ -10,9 +10,8 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 
 from deuz_django.notifications.recipients import deciders
-
-from .agents import TOOL_PERMISSION
-from .run_support import approval, suspended
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import approval, suspended
 
 pytestmark = pytest.mark.django_db
 

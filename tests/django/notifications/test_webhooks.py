@@ -20,9 +20,7 @@ from deuz_django.core.webhooks import (
 )
 from deuz_django.models import Delivery, Run
 from deuz_django.models.deliveries import retry_delay
-from tests.live_site import free_port
-
-from .notify_support import (
+from tests.django.notify_support import (
     SECRET,
     SITE,
     Receiver,
@@ -31,7 +29,8 @@ from .notify_support import (
     notifying,
     webhook,
 )
-from .run_support import approval, suspended
+from tests.django.run_support import approval, suspended
+from tests.live_site import free_port
 
 pytestmark = pytest.mark.django_db
 ONLY_SUSPENSIONS = ["run.suspended"]

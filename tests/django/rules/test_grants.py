@@ -19,8 +19,7 @@ from deuz_django import services
 from deuz_django.models import Approval, ApprovalStatus, Grant, Run, RunStatus
 from deuz_django.runs.continuing import join_handed_off
 from tests.api.support import API, approve, client, started, verdicts_url
-
-from .agents import TOOL_PERMISSION
+from tests.django.agents import TOOL_PERMISSION
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MakeUser = Callable[..., User]
@@ -248,7 +247,7 @@ def test_the_grants_bound_is_a_setting(twice: Run, ann: User, settings: Any) -> 
 
 
 def test_a_call_in_doubt_allows_nothing(ann: User) -> None:
-    from .run_support import in_doubt
+    from tests.django.run_support import in_doubt
 
     run = in_doubt(ann)
     verdict = allowing(run, "s1", FOR_THE_RUN)

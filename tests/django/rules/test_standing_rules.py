@@ -30,9 +30,8 @@ from deuz_django.models import (
     StandingRule,
 )
 from tests.api.support import started
-
-from .agents import TOOL_PERMISSION
-from .run_support import in_doubt, let_time_pass
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import in_doubt, let_time_pass
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MakeUser = Callable[..., User]

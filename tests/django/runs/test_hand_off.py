@@ -27,11 +27,15 @@ from deuz_django.models import Run, RunStatus
 from deuz_django.runs import continuing as continuation
 from deuz_django.runs import draining
 from tests.api.support import approve, client, verdicts_url
-
-from . import agents
-from .admin_support import decide_url, messages_of
-from .notify_support import notifying
-from .run_support import approval, background_leg, ready_to_resume, suspended
+from tests.django import agents
+from tests.django.admin_support import decide_url, messages_of
+from tests.django.notify_support import notifying
+from tests.django.run_support import (
+    approval,
+    background_leg,
+    ready_to_resume,
+    suspended,
+)
 
 pytestmark = background_leg
 

@@ -25,9 +25,8 @@ from deuz_django.runs.continuing import join_handed_off
 from deuz_django.signals import run_stopped
 from deuz_django.storage.step_journal import DjangoStepJournal
 from tests.api.support import client, started, verdicts_url
-
-from .admin_support import decide_url, run_url
-from .test_consumer import until
+from tests.django.admin_support import decide_url, run_url
+from tests.django.streaming.test_consumer import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,11 +20,10 @@ from deuz_django.exceptions import NotPermitted, RunNotFound, RunNotResumable
 from deuz_django.models import Approval, ApprovalStatus, Run, RunStatus
 from deuz_django.signals import run_stopped
 from tests.api.support import client, started
-
-from .admin_support import QUEUE, messages_of, run_url
-from .agents import HOLD_HOOKS
-from .run_support import history, ready_to_resume
-from .test_consumer import until
+from tests.django.admin_support import QUEUE, messages_of, run_url
+from tests.django.agents import HOLD_HOOKS
+from tests.django.run_support import history, ready_to_resume
+from tests.django.streaming.test_consumer import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

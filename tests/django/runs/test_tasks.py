@@ -18,10 +18,9 @@ from deuz_django.exceptions import RunBusy, RunNotResumable, RunQueued
 from deuz_django.runs.continuing import join_handed_off
 from deuz_django.runs.tasks import enqueue_claimed_leg
 from deuz_django.storage import leases
-
-from .agents import TOOL_PERMISSION
-from .processes import run_manage
-from .run_support import approval, background_leg, suspended
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.processes import run_manage
+from tests.django.run_support import approval, background_leg, suspended
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,7 @@ from deuz_django.models import Approval, ApprovalStatus, Run, RunCall
 from deuz_django.runs.continuing import ajoin_handed_off
 from deuz_django.streaming.consumers import BURST
 from deuz_django.streaming.frames import MAX_FRAME_BYTES
-
-from .run_support import in_doubt
+from tests.django.run_support import in_doubt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]

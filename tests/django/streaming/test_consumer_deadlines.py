@@ -15,8 +15,7 @@ from channels.testing import WebsocketCommunicator
 
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.models import Approval, Run
-
-from .run_support import let_time_pass
+from tests.django.run_support import let_time_pass
 
 pytestmark = pytest.mark.django_db(transaction=True)
 Connect = Callable[[Any], Awaitable[WebsocketCommunicator]]
