@@ -33,7 +33,7 @@ def _again(request: ModelRequest) -> ScriptedReply:
 
 # Never gives up: asks for another email after every answer, denied or not — each to
 # another address (the same call asked again right after its verdict would be a loop,
-# which stops the run: tests/django/test_runaway_runs.py).
+# which stops the run: tests/django/runs/test_runaway_runs.py).
 repeater = AgentSpec(model=FunctionModel(_again), tools=[send_email], max_steps=3)
 # The same, and a call nobody decides times out after 10 minutes.
 timed_repeater = replace(repeater, deadline=Deadline(after=timedelta(minutes=10)))

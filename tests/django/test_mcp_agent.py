@@ -16,12 +16,11 @@ from django.utils.html import strip_tags
 from deuz_django import services
 from deuz_django.core.mcp import MCPTool
 from deuz_django.permissions import approval_tool, decide_refusal
-
-from .admin_support import APPROVER, QUEUE
-from .admin_support import suspended_run as gated_run
-from .agents import TOOL_PERMISSION
-from .mcp_agents import EFFECTS
-from .run_support import PROMPT, approval, tool_results
+from tests.django.admin_support import APPROVER, QUEUE
+from tests.django.admin_support import suspended_run as gated_run
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.mcp_agents import EFFECTS
+from tests.django.run_support import PROMPT, approval, tool_results
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,8 @@ from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.exceptions import ApprovalNotFound, NotPermitted, RunNotFound
 from deuz_django.models import Approval, Run
 from deuz_django.storage.store import DjangoSessionStore
-
-from .agents import TOOL_PERMISSION
-from .run_support import PROMPT, approval, suspended
+from tests.django.agents import TOOL_PERMISSION
+from tests.django.run_support import PROMPT, approval, suspended
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,7 @@ from django.test import override_settings
 
 from deuz_django.exceptions import UnknownAgent
 from deuz_django.registry import AgentSpec, agent_names, find_tool, load_agent
-
-from . import agents
+from tests.django import agents
 
 
 def build() -> AgentSpec:

@@ -29,8 +29,14 @@ from deuz_django.runs.continuing import claim
 from deuz_django.runs.tasks import run_claimed_leg_task
 from deuz_django.signals import approval_requested
 from deuz_django.storage import leases
-
-from .run_support import PROMPT, age, approval, history, suspended, tool_results
+from tests.django.run_support import (
+    PROMPT,
+    age,
+    approval,
+    history,
+    suspended,
+    tool_results,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,7 @@ from deuz_django.approvals.asking import record_approvals
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.models import Approval, Run
 from deuz_django.runs import recovery
-
-from .run_support import PROMPT, approval, in_doubt, suspended
+from tests.django.run_support import PROMPT, approval, in_doubt, suspended
 
 pytestmark = pytest.mark.django_db
 

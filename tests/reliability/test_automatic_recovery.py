@@ -38,7 +38,7 @@ from deuz_django.storage.stream_journal import DatabaseJournal, get_journal
 from tests.django.agents import slow_agent_steps
 from tests.django.processes import MANAGE, manage_env, start_manage, wait_until
 from tests.django.run_support import PROMPT
-from tests.django.test_sse import frames, read_body
+from tests.django.streaming.test_sse import frames, read_body
 from tests.reliability.conftest import Children
 
 pytestmark = pytest.mark.django_db(transaction=True)
