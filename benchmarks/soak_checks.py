@@ -27,7 +27,7 @@ def read_journals(site: LiveSite) -> Journal:
     journals: Journal = {}
     for run_id, seq, data in query(
         site,
-        "SELECT r.run_id, e.seq, e.part FROM deuz_django_streamentry e "
+        "SELECT r.run_id, e.seq, e.part FROM deuz_django_streamjournalentry e "
         "JOIN deuz_django_run r ON r.id = e.run_id",
     ):
         part = json.loads(data)

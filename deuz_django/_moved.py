@@ -1,9 +1,10 @@
 """The modules of the flat layout (0.1), importable under their old names.
 
-Dotted paths are a public contract: ``STREAM_STORE`` and notifier ``BACKEND`` strings in
-settings, ``django.tasks`` task paths stored in queues (a task queued before a deploy
-runs after it), and imports in users' code (``deuz_django.webhooks.verify_signature``).
-Importing an old name gives the module it moved to — the same module object, so
+Dotted paths are a public contract: ``STREAM_JOURNAL`` (0.1: ``STREAM_STORE``) and
+notifier ``BACKEND`` strings in settings, ``django.tasks`` task paths stored in queues
+(a task queued before a deploy runs after it), and imports in users' code
+(``deuz_django.webhooks.verify_signature``). Importing an old name gives the module
+it moved to — the same module object, so
 ``deuz_django.journal.DatabaseJournal is deuz_django.storage.stream_journal.DatabaseJournal``.
 New code uses the new names.
 """

@@ -26,9 +26,9 @@ DEFAULTS: dict[str, Any] = {
     "APPROVAL_MAX_AGE": None,
     # Seconds a leg's lease lasts without renewal (renewed every third of it).
     "LEASE_SECONDS": 30,
-    # The stream journal backend.
-    "STREAM_STORE": "deuz_django.storage.stream_journal.DatabaseJournal",
-    # Where RedisJournal keeps its lists (when STREAM_STORE is
+    # The stream journal backend (0.1 called this setting STREAM_STORE, still read).
+    "STREAM_JOURNAL": "deuz_django.storage.stream_journal.DatabaseJournal",
+    # Where RedisJournal keeps its lists (when STREAM_JOURNAL is
     # deuz_django.storage.stream_journal.RedisJournal).
     "STREAM_REDIS_URL": "redis://127.0.0.1:6379/0",
     # Seconds between automatic recovery sweeps; None turns every sweeper off.
@@ -66,7 +66,9 @@ DEFAULTS: dict[str, Any] = {
     # Seconds an emailed Approve / Deny / Open link works.
     "ACTION_LINK_MAX_AGE": 7 * 24 * 3600,
 }
-IMPORT_STRINGS = frozenset({"STREAM_STORE"})
+IMPORT_STRINGS = frozenset({"STREAM_JOURNAL"})
+# Settings renamed since 0.1: new name → old name, read when only the old one is set.
+OLD_NAMES = {"STREAM_JOURNAL": "STREAM_STORE"}
 
 
 class DeuzSettings:
@@ -83,7 +85,8 @@ class DeuzSettings:
         if name.startswith("_") or name not in DEFAULTS:
             raise AttributeError(f"Invalid DEUZ setting: {name!r}")
         if name not in self._cache:
-            value = self.user_settings.get(name, DEFAULTS[name])
+            user = self.user_settings
+            value = user.get(name, user.get(OLD_NAMES.get(name, name), DEFAULTS[name]))
             if name in IMPORT_STRINGS and isinstance(value, str):
                 value = import_string(value)
             self._cache[name] = value

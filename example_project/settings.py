@@ -8,7 +8,7 @@ DEUZ_TASKS     where legs run: "db" (django-tasks-db, ``manage.py db_worker``), 
                worker``); otherwise the immediate backend, and the server runs legs
                itself, beside its requests (never inside one)
 CELERY_BROKER_URL  the Celery broker (default: RabbitMQ, amqp://guest:guest@127.0.0.1//)
-DEUZ_STREAM_STORE  "redis" — keep stream journals in Redis (REDIS_URL) instead of the DB
+DEUZ_STREAM_JOURNAL  "redis" — keep stream journals in Redis (REDIS_URL) instead of the DB
 DEUZ_LEASE_SECONDS how long a leg's lease lasts without renewal (default 30)
 DEUZ_APPROVAL_SECRET   the approval signing key (a development key is used otherwise)
 DEUZ_MODEL     the demo agent's model: "demo" (offline, default), "openai:<model>",
@@ -195,9 +195,9 @@ DEUZ = {
     # Servers sweep by themselves (deuz_django.asgi); a worker started with
     # DEUZ_RECOVERY_SWEEPER=1 sweeps too.
     "RECOVERY_SWEEPER": os.environ.get("DEUZ_RECOVERY_SWEEPER") == "1",
-    # DEUZ_STREAM_STORE=redis keeps stream journals in Redis (REDIS_URL) instead of the DB.
-    "STREAM_STORE": "deuz_django.storage.stream_journal.RedisJournal"
-    if os.environ.get("DEUZ_STREAM_STORE") == "redis"
+    # DEUZ_STREAM_JOURNAL=redis keeps stream journals in Redis (REDIS_URL) instead of the DB.
+    "STREAM_JOURNAL": "deuz_django.storage.stream_journal.RedisJournal"
+    if os.environ.get("DEUZ_STREAM_JOURNAL") == "redis"
     else "deuz_django.storage.stream_journal.DatabaseJournal",
     "STREAM_REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
     "NOTIFIERS": notifiers,

@@ -27,7 +27,9 @@ from .runs import (
     RunStatus,
 )
 from .steps import RunCall, RunStep
-from .stream import StreamEntry
+from .stream import StreamJournalEntry
+
+StreamEntry = StreamJournalEntry  # its 0.1 name
 
 __all__ = [
     "IN_DOUBT",
@@ -51,5 +53,5 @@ __all__ = [
     "RunStatus",
     "RunStep",
     "StandingRule",
-    "StreamEntry",
+    "StreamJournalEntry",
 ]

@@ -7,11 +7,11 @@ from django.db import models
 from .runs import Run
 
 
-class StreamEntry(models.Model):
+class StreamJournalEntry(models.Model):
     """One UI part of a run's stream, at its gapless per-run ``seq`` (or the leg-end sentinel)."""
 
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="stream_entries"
+        Run, on_delete=models.CASCADE, related_name="journal_entries"
     )
     seq = models.PositiveIntegerField()
     part = models.TextField()  # JSON of the UI part; {"type":"done"} ends a leg

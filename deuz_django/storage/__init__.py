@@ -4,6 +4,6 @@ journal (:mod:`.step_journal`: a turn, each call's start and outcome), the strea
 (:mod:`.stream_journal`: every part, at a gapless ``seq``) and the transactions they run
 in (:mod:`.db`).
 
-Public through settings: ``DEUZ["STREAM_STORE"]`` names
+Public through settings: ``DEUZ["STREAM_JOURNAL"]`` names
 ``deuz_django.storage.stream_journal.DatabaseJournal`` or ``...RedisJournal``.
 """

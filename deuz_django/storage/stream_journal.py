@@ -1,7 +1,7 @@
 """Stream journal backends: the database (default) and Redis (``channels_redis`` deployments).
 
 Both implement :class:`deuz_django.core.journal.StreamJournal` and pass one contract suite.
-``DEUZ["STREAM_STORE"]`` picks the class; :func:`get_journal` returns the process's instance.
+``DEUZ["STREAM_JOURNAL"]`` picks the class; :func:`get_journal` returns the process's instance.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.db import connection
 
 from ..conf import deuz_settings
 from ..core.journal import JournalFenced, Record, StreamJournal
-from ..models import Run, StreamEntry
+from ..models import Run, StreamJournalEntry
 from .db import bounded_atomic, once_more_if_broken
 from .leases import Lease
 
@@ -37,7 +37,7 @@ class _Appends:
 
 
 class DatabaseJournal:
-    """Records as ``StreamEntry`` rows of the root run.
+    """Records as ``StreamJournalEntry`` rows of the root run.
 
     Appends from every leg on an event loop are coalesced: while one INSERT is in
     flight, what the other runs append waits and goes into the next, one transaction for
@@ -151,7 +151,7 @@ class DatabaseJournal:
         if pk is None:
             return []
         rows = (
-            StreamEntry.objects.filter(run_id=pk, seq__gt=after)
+            StreamJournalEntry.objects.filter(run_id=pk, seq__gt=after)
             .order_by("seq")
             .values_list("seq", "part")[:limit]
         )
@@ -162,7 +162,7 @@ class DatabaseJournal:
         if pk is None:
             return None
         last = (
-            StreamEntry.objects.filter(run_id=pk)
+            StreamJournalEntry.objects.filter(run_id=pk)
             .order_by("-seq")
             .values_list("seq", flat=True)
             .first()
@@ -174,7 +174,7 @@ class DatabaseJournal:
     def delete_sync(self, stream_id: str) -> None:
         pk = self._run_pk(stream_id)
         if pk is not None:
-            StreamEntry.objects.filter(run_id=pk).delete()
+            StreamJournalEntry.objects.filter(run_id=pk).delete()
 
     async def append(
         self, stream_id: str, records: Sequence[Record], *, fence: object = None
@@ -305,7 +305,7 @@ def _remember(known: dict[str, int], stream_id: str, value: int) -> None:
     known[stream_id] = value
 
 
-_INSERT = f"INSERT INTO {StreamEntry._meta.db_table} (run_id, seq, part) VALUES "
+_INSERT = f"INSERT INTO {StreamJournalEntry._meta.db_table} (run_id, seq, part) VALUES "
 _ROWS_PER_INSERT = 1000  # 3 parameters a row: far below any driver's limit
 
 
@@ -336,6 +336,6 @@ return 1
 @cache
 def get_journal() -> StreamJournal:
     """The configured journal (one instance per process; reset with ``cache_clear``)."""
-    journal_class = deuz_settings.STREAM_STORE
+    journal_class = deuz_settings.STREAM_JOURNAL
     instance: StreamJournal = journal_class()
     return instance

@@ -25,11 +25,27 @@ def test_changing_the_setting_drops_the_cached_values() -> None:
 
 def test_an_import_string_setting_is_resolved() -> None:
     with override_settings(
-        DEUZ={**settings.DEUZ, "STREAM_STORE": "collections.OrderedDict"}
+        DEUZ={**settings.DEUZ, "STREAM_JOURNAL": "collections.OrderedDict"}
     ):
         from collections import OrderedDict
 
-        assert deuz_settings.STREAM_STORE is OrderedDict
+        assert deuz_settings.STREAM_JOURNAL is OrderedDict
+
+
+def test_a_setting_renamed_since_0_1_is_read_under_its_old_name() -> None:
+    from collections import OrderedDict
+
+    old_only = {k: v for k, v in settings.DEUZ.items() if k != "STREAM_JOURNAL"}
+    with override_settings(
+        DEUZ={**old_only, "STREAM_STORE": "collections.OrderedDict"}
+    ):
+        assert deuz_settings.STREAM_JOURNAL is OrderedDict
+    both = {
+        "STREAM_STORE": "collections.OrderedDict",
+        "STREAM_JOURNAL": "builtins.dict",
+    }
+    with override_settings(DEUZ={**settings.DEUZ, **both}):
+        assert deuz_settings.STREAM_JOURNAL is dict  # the new name wins
 
 
 def test_an_unknown_setting_name_is_an_attribute_error() -> None:

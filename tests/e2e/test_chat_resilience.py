@@ -48,7 +48,7 @@ def run_state(site: LiveSite, run_id: str) -> dict[str, object]:
             f"""
             from deuz_django.models import Run
             run = Run.objects.get(run_id={run_id!r})
-            parts = [json.loads(e.part) for e in run.stream_entries.order_by("seq")]
+            parts = [json.loads(e.part) for e in run.journal_entries.order_by("seq")]
             print(json.dumps({{
                 "status": run.status,
                 "steps": run.step_index,

@@ -19,7 +19,7 @@ from django.utils import timezone
 from deuz_django import services
 from deuz_django.deadlines import sweep as deadline_sweep
 from deuz_django.management.commands.deuz import NO_DECIDER
-from deuz_django.models import Approval, Run, StreamEntry
+from deuz_django.models import Approval, Run, StreamJournalEntry
 from deuz_django.storage import leases
 from tests.django.admin_support import APPROVER, DECIDER
 from tests.django.agents import TOOL_PERMISSION
@@ -416,7 +416,7 @@ def test_prune_deletes_old_completed_runs_and_old_journals(ann: Any) -> None:
     Run.objects.filter(pk=waiting.pk).update(
         updated_at=timezone.now() - timedelta(days=90)
     )
-    assert StreamEntry.objects.filter(run=middle).exists()
+    assert StreamJournalEntry.objects.filter(run=middle).exists()
     out = deuz("prune", "--completed-before", "30", "--dry-run")
     assert out.strip() == (
         "would delete 1 completed run(s) and the stream journals of 1 older run(s)"
@@ -428,10 +428,10 @@ def test_prune_deletes_old_completed_runs_and_old_journals(ann: Any) -> None:
         recent.pk,
         waiting.pk,
     }
-    assert not StreamEntry.objects.filter(
+    assert not StreamJournalEntry.objects.filter(
         run=middle
     ).exists()  # past retention (7 days)
-    assert StreamEntry.objects.filter(run=recent).exists()
+    assert StreamJournalEntry.objects.filter(run=recent).exists()
     assert middle.messages.exists()
 
 

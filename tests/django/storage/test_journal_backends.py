@@ -179,7 +179,7 @@ async def test_deleting_a_journal_goes_through_the_configured_journal(
 
     settings.DEUZ = {
         **settings.DEUZ,
-        "STREAM_STORE": "deuz_django.storage.stream_journal.RedisJournal",
+        "STREAM_JOURNAL": "deuz_django.storage.stream_journal.RedisJournal",
     }
     get_journal.cache_clear()
     try:

@@ -23,7 +23,7 @@ from deuz_django.core import Message, ToolResultPart, ToolUsePart
 from deuz_django.core.approvals import ToolApprovalRequest
 from deuz_django.core.durable.codec import deserialize_checkpoint, serialize_checkpoint
 from deuz_django.core.testing.contracts import SessionStoreContract, make_checkpoint
-from deuz_django.models import Approval, Run, RunMessage, StreamEntry
+from deuz_django.models import Approval, Run, RunMessage, StreamJournalEntry
 from deuz_django.storage.leases import acquire
 from deuz_django.storage.store import DjangoSessionStore
 
@@ -437,7 +437,9 @@ def test_deleting_a_run_removes_its_history_approvals_journal_and_children() -> 
     store.save(make_checkpoint("run-del::helper#c1"))
     store.save(make_checkpoint("run-del::helper#c1::deeper#c2"))
     store.save(make_checkpoint("run-kept"))
-    StreamEntry.objects.create(run=Run.objects.get(run_id="run-del"), seq=0, part="{}")
+    StreamJournalEntry.objects.create(
+        run=Run.objects.get(run_id="run-del"), seq=0, part="{}"
+    )
     child = Run.objects.get(run_id="run-del::helper#c1")
     assert child.parent is not None
     assert child.parent.run_id == "run-del"
@@ -446,7 +448,7 @@ def test_deleting_a_run_removes_its_history_approvals_journal_and_children() -> 
     assert RunMessage.objects.filter(run__run_id="run-kept").count() == 1
     assert RunMessage.objects.count() == 1
     assert not Approval.objects.exists()
-    assert not StreamEntry.objects.exists()
+    assert not StreamJournalEntry.objects.exists()
 
 
 @pytest.mark.django_db
