@@ -112,7 +112,7 @@ LAYERS = tuple(
         "storage",
         "approvals rules notifications streaming.live runs.stopping runs.transcript "
         "runs.threads runs.draining runs.recoverable",
-        "runs.claims runs.legs runs.outcomes runs.tasks",
+        "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
         "services runs.continuing runs.recovery deadlines.sweep streaming.following "
         "checks apps",
         "api admin dashboard management streaming approvals.link_views "
