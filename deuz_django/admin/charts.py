@@ -149,6 +149,103 @@ def _peak(chart: Chart, plotted: Sequence[tuple[int, Series]]) -> float:
     return max((v or 0 for _, s in plotted for v in s.values), default=0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """Where the plot sits in the picture: its margins and the picture's height."""
+
+    left: int
+    right: int
+    upper: int
+    lower: int
+    height: int
+
+    @property
+    def plot_w(self) -> int:
+        return WIDTH - self.left - self.right
+
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.upper - self.lower
+
+
+def _frame(chart: Chart) -> _Frame:
+    """Room for the category labels left of a horizontal chart, a row per category; a
+    vertical chart has a fixed height."""
+    if chart.horizontal:
+        label_width = min(180, 12 + 7 * max(len(c) for c in chart.categories))
+        upper, lower = 8, 24
+        height = upper + lower + ROW * len(chart.categories)
+        return _Frame(label_width, 16, upper, lower, height)
+    return _Frame(56, 12, 10, 26, HEIGHT)
+
+
+def _grid(chart: Chart, frame: _Frame, ticks: Sequence[float], unit: str) -> list[str]:
+    """A grid line and a value label at every tick."""
+    top = ticks[-1]
+    parts: list[str] = []
+    for tick in ticks:
+        if chart.horizontal:
+            x = frame.left + frame.plot_w * tick / top
+            parts.append(
+                f'<line class="deuz-grid" x1="{x:.1f}" y1="{frame.upper}" x2="{x:.1f}" '
+                f'y2="{frame.upper + frame.plot_h}"/><text class="deuz-axis" x="{x:.1f}" '
+                f'y="{frame.height - 6}" text-anchor="middle">'
+                f"{escape(_axis_label(tick, unit))}</text>"
+            )
+        else:
+            y = frame.upper + frame.plot_h * (1 - tick / top)
+            parts.append(
+                f'<line class="deuz-grid" x1="{frame.left}" y1="{y:.1f}" '
+                f'x2="{WIDTH - frame.right}" y2="{y:.1f}"/><text class="deuz-axis" '
+                f'x="{frame.left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+                f"{escape(_axis_label(tick, unit))}</text>"
+            )
+    return parts
+
+
+def _category_labels(chart: Chart, frame: _Frame) -> list[str]:
+    """The categories along their axis: every one beside horizontal bars (cut short, the
+    whole name in a tooltip), at most about ten under vertical ones."""
+    parts: list[str] = []
+    every = max(1, math.ceil(len(chart.categories) / 10))
+    for c, category in enumerate(chart.categories):
+        middle = (c + 0.5) / len(chart.categories)
+        if chart.horizontal:
+            y = frame.upper + frame.plot_h * middle + 4
+            label = category if len(category) <= 24 else category[:23] + "…"
+            parts.append(
+                f'<text class="deuz-axis" x="{frame.left - 6}" y="{y:.1f}" text-anchor="end">'
+                f"<title>{escape(category)}</title>{escape(label)}</text>"
+            )
+        elif c % every == 0:
+            parts.append(
+                f'<text class="deuz-axis" x="{frame.left + frame.plot_w * middle:.1f}" '
+                f'y="{frame.height - 8}" text-anchor="middle">{escape(_short(category))}</text>'
+            )
+    return parts
+
+
+def _rects(chart: Chart, frame: _Frame, bars: Sequence[_Bar]) -> list[str]:
+    """The bars in the picture's coordinates, each with its numbers as a tooltip; a
+    horizontal chart turns the plot's axes."""
+    parts: list[str] = []
+    for bar in bars:
+        if chart.horizontal:
+            x, y = frame.left + frame.plot_w * bar.y, frame.upper + frame.plot_h * bar.x
+            w, h = frame.plot_w * bar.height, frame.plot_h * bar.width
+        else:
+            w, h = frame.plot_w * bar.width, frame.plot_h * bar.height
+            x, y = (
+                frame.left + frame.plot_w * bar.x,
+                frame.upper + frame.plot_h * (1 - bar.y) - h,
+            )
+        parts.append(
+            f'<rect class="deuz-bar {bar.css}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.5):.1f}" '
+            f'height="{max(h, 0.5):.1f}"><title>{escape(bar.title)}</title></rect>'
+        )
+    return parts
+
+
 def svg(chart: Chart) -> SafeString:
     """The chart as inline SVG (empty string for a chart with nothing to draw)."""
     plotted = _plotted(chart)
@@ -156,64 +253,17 @@ def svg(chart: Chart) -> SafeString:
         return SafeString("")
     unit = plotted[0][1].unit
     ticks = _ticks(_peak(chart, plotted), unit)
-    top = ticks[-1]
-    if chart.horizontal:
-        label_width = min(180, 12 + 7 * max(len(c) for c in chart.categories))
-        left, right, upper, lower = label_width, 16, 8, 24
-        height = upper + lower + ROW * len(chart.categories)
-    else:
-        left, right, upper, lower = 56, 12, 10, 26
-        height = HEIGHT
-    plot_w, plot_h = WIDTH - left - right, height - upper - lower
+    frame = _frame(chart)
     title_id = f"deuz-chart-{chart.slug}-title"
     parts = [
-        f'<svg class="deuz-chart-svg" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="deuz-chart-svg" viewBox="0 0 {WIDTH} {frame.height}" role="img" '
         f'aria-labelledby="{title_id}" preserveAspectRatio="xMinYMin meet">',
         f'<title id="{title_id}">{escape(chart.title)}: {escape(chart.summary)}</title>',
+        *_grid(chart, frame, ticks, unit),
+        *_category_labels(chart, frame),
+        *_rects(chart, frame, _bars(chart, plotted, ticks[-1])),
+        "</svg>",
     ]
-    for tick in ticks:  # grid lines and value labels
-        if chart.horizontal:
-            x = left + plot_w * tick / top
-            parts.append(
-                f'<line class="deuz-grid" x1="{x:.1f}" y1="{upper}" x2="{x:.1f}" '
-                f'y2="{upper + plot_h}"/><text class="deuz-axis" x="{x:.1f}" '
-                f'y="{height - 6}" text-anchor="middle">'
-                f"{escape(_axis_label(tick, unit))}</text>"
-            )
-        else:
-            y = upper + plot_h * (1 - tick / top)
-            parts.append(
-                f'<line class="deuz-grid" x1="{left}" y1="{y:.1f}" x2="{WIDTH - right}" '
-                f'y2="{y:.1f}"/><text class="deuz-axis" x="{left - 6}" y="{y + 4:.1f}" '
-                f'text-anchor="end">{escape(_axis_label(tick, unit))}</text>'
-            )
-    every = max(1, math.ceil(len(chart.categories) / 10))
-    for c, category in enumerate(chart.categories):
-        middle = (c + 0.5) / len(chart.categories)
-        if chart.horizontal:
-            y = upper + plot_h * middle + 4
-            label = category if len(category) <= 24 else category[:23] + "…"
-            parts.append(
-                f'<text class="deuz-axis" x="{left - 6}" y="{y:.1f}" text-anchor="end">'
-                f"<title>{escape(category)}</title>{escape(label)}</text>"
-            )
-        elif c % every == 0:
-            parts.append(
-                f'<text class="deuz-axis" x="{left + plot_w * middle:.1f}" '
-                f'y="{height - 8}" text-anchor="middle">{escape(_short(category))}</text>'
-            )
-    for bar in _bars(chart, plotted, top):
-        if chart.horizontal:
-            x, y = left + plot_w * bar.y, upper + plot_h * bar.x
-            w, h = plot_w * bar.height, plot_h * bar.width
-        else:
-            w, h = plot_w * bar.width, plot_h * bar.height
-            x, y = left + plot_w * bar.x, upper + plot_h * (1 - bar.y) - h
-        parts.append(
-            f'<rect class="deuz-bar {bar.css}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0.5):.1f}" '
-            f'height="{max(h, 0.5):.1f}"><title>{escape(bar.title)}</title></rect>'
-        )
-    parts.append("</svg>")
     return mark_safe("".join(parts))  # every piece of data above went through escape()
 
 

@@ -64,7 +64,47 @@ def approvals_waiting(scope: Scope) -> list[Chart]:
 
 def decision_latency(scope: Scope) -> list[Chart]:
     """p50/p95 of the time from a call's approval request to its verdict, per tool —
-    a person's verdict: what standing rules and grants decided at once is no wait.
+    a person's verdict: what standing rules and grants decided at once is no wait."""
+    found, sizes = _latency_percentiles(scope)
+    tools = sorted(sizes)
+    return [
+        Chart(
+            slug="latency",
+            title="Decision latency by tool",
+            summary="Time from a call's approval request to its verdict (approved or "
+            "denied in the period): median and 95th percentile.",
+            category_label="Tool",
+            categories=tuple(tools),
+            series=(
+                *(
+                    Series(f"p{p}", tuple(found[t][p] for t in tools), unit="seconds")
+                    for p in PERCENTILES
+                ),
+                Series("decisions", tuple(sizes[t] for t in tools), plotted=False),
+            ),
+            stacked=False,
+            horizontal=True,
+        )
+    ]
+
+
+def _latency_percentiles(
+    scope: Scope,
+) -> tuple[dict[str, dict[int, float]], dict[str, int]]:
+    """Each tool's latency at every one of :data:`PERCENTILES` (seconds), and how many
+    decisions it had."""
+    found: dict[str, dict[int, float]] = defaultdict(dict)
+    sizes: dict[str, int] = {}
+    for tool, n, rank, delay in _at_percentile_ranks(scope):
+        sizes[tool] = n
+        for p in PERCENTILES:
+            if rank == (n * p + 99) // 100:
+                found[tool][p] = delay.total_seconds()
+    return found, sizes
+
+
+def _at_percentile_ranks(scope: Scope) -> list[tuple[str, int, int, timedelta]]:
+    """(tool, decisions, rank, latency) of the decisions at a percentile's rank.
 
     Nearest-rank percentiles: a window numbers each tool's decisions by latency and counts
     them, and only the rows at rank ⌈p·n/100⌉ leave the database.
@@ -95,32 +135,4 @@ def decision_latency(scope: Scope) -> list[Chart]:
         at_rank |= Q(
             rank=ExpressionWrapper((F("n") * p + 99) / 100, output_field=IntegerField())
         )
-    found: dict[str, dict[int, float]] = defaultdict(dict)
-    sizes: dict[str, int] = {}
-    for tool, n, rank, delay in ranked.filter(at_rank).values_list(
-        "tool_name", "n", "rank", "latency"
-    ):
-        sizes[tool] = n
-        for p in PERCENTILES:
-            if rank == (n * p + 99) // 100:
-                found[tool][p] = delay.total_seconds()
-    tools = sorted(sizes)
-    return [
-        Chart(
-            slug="latency",
-            title="Decision latency by tool",
-            summary="Time from a call's approval request to its verdict (approved or "
-            "denied in the period): median and 95th percentile.",
-            category_label="Tool",
-            categories=tuple(tools),
-            series=(
-                *(
-                    Series(f"p{p}", tuple(found[t][p] for t in tools), unit="seconds")
-                    for p in PERCENTILES
-                ),
-                Series("decisions", tuple(sizes[t] for t in tools), plotted=False),
-            ),
-            stacked=False,
-            horizontal=True,
-        )
-    ]
+    return list(ranked.filter(at_rank).values_list("tool_name", "n", "rank", "latency"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -38,12 +37,13 @@ from ..models import Run, RunStatus
 from ..models.visibility import Person
 from ..registry import AgentSpec, agent_pricer, load_agent
 from ..storage import leases
-from ..storage.db import discard_if_broken, once_more_if_broken
+from ..storage.db import discard_if_broken
 from ..storage.leases import Lease
 from ..storage.step_journal import ExecutionCounts
 from ..storage.store import DjangoSessionStore
 from ..streaming.live import LegStream
 from . import draining, stopping
+from .lease_renewal import keep_lease
 from .outcomes import (
     ABORTED,
     LegOutcome,
@@ -89,44 +89,6 @@ def _prepare(
     if problem is not None:
         raise RunStopped(f"Stopped by the system: {problem}.", limit=problem)
     return run, spec, verdicts, settle_max_age_ms(verdicts, run)
-
-
-async def _keep_lease(lease: Lease, controller: AbortController) -> None:
-    """Renew the lease every third of its length; abort the leg once it was taken over,
-    or when renewals kept failing for two thirds of it (before it can lapse)."""
-    duration = leases.lease_duration().total_seconds()
-    interval = max(0.05, duration / 3)
-    renewed = time.monotonic()
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            held = await sync_to_async(once_more_if_broken)(lambda: leases.renew(lease))
-        except Exception:
-            if time.monotonic() - renewed + interval >= duration:
-                logger.error(
-                    "deuz: the lease on run %s could not be renewed; aborting this leg",
-                    lease.run_id,
-                    exc_info=True,
-                )
-                controller.abort(
-                    LeaseLost(f"Lease on run '{lease.run_id}' could not be renewed.")
-                )
-                return
-            logger.warning(
-                "deuz: renewing the lease on run %s failed; retrying",
-                lease.run_id,
-                exc_info=True,
-            )
-            continue
-        renewed = time.monotonic()
-        if not held:
-            logger.error(
-                "deuz: lease on run %s was taken over; aborting this leg", lease.run_id
-            )
-            controller.abort(
-                LeaseLost(f"Lease on run '{lease.run_id}' was taken over.")
-            )
-            return
 
 
 async def _open_stream(lease: Lease, controller: AbortController) -> LegStream | None:
@@ -203,7 +165,7 @@ async def run_leg(
     draining.install()
     # Registered until the lease is released: a shutdown waits for that.
     with draining.leg_running(run_id, controller):
-        renewer = asyncio.ensure_future(_keep_lease(lease, controller))
+        renewer = asyncio.ensure_future(keep_lease(lease, controller))
         released: dict[str, Any] = {}
         try:
             try:

@@ -40,6 +40,36 @@ class Unavailable:
     error: Exception
 
 
+@dataclass(slots=True)
+class _AbandonedChecks:
+    """When a silent run is checked for having been abandoned: once it was silent for
+    ``every`` seconds and as long since the last check, less often while it is between
+    legs."""
+
+    quiet_since: float
+    checked_at: float
+    every: float
+
+    @classmethod
+    def begin(cls, *, at_once: bool) -> _AbandonedChecks:
+        now = time.monotonic()
+        since = now - CONTINUE_AFTER_SECONDS if at_once else now
+        return cls(quiet_since=since, checked_at=since, every=CONTINUE_AFTER_SECONDS)
+
+    def heard(self) -> None:
+        """A record came: the silence starts over, checked after the first interval."""
+        self.quiet_since = time.monotonic()
+        self.every = CONTINUE_AFTER_SECONDS
+
+    async def check_if_due(self, run_id: str, *, between_legs: bool) -> None:
+        now = time.monotonic()
+        if min(now - self.quiet_since, now - self.checked_at) >= self.every:
+            self.checked_at = now
+            await _continue_if_abandoned(run_id)
+            if between_legs:
+                self.every = min(2 * self.every, IDLE_CHECKS_BACK_OFF_TO)
+
+
 async def follow(
     run_id: str, cursor: int, *, poll_seconds: float, starting: bool = False
 ) -> AsyncIterator[list[Record] | Unavailable]:
@@ -55,10 +85,7 @@ async def follow(
     with feed.reading(run_id):
         # A reader that starts (or reconnects) to a silent run checks it at once: the
         # process that ran it may have just handed it over (a deploy).
-        quiet_since = checked_at = time.monotonic() - (
-            0.0 if starting else CONTINUE_AFTER_SECONDS
-        )
-        check_every = CONTINUE_AFTER_SECONDS
+        checks = _AbandonedChecks.begin(at_once=not starting)
         between_legs = False
         # The first read takes the cursor's own record too: a reader that reconnects
         # caught up learns whether it stopped at a leg's end (between legs) for free.
@@ -84,8 +111,7 @@ async def follow(
                 after = cursor
             if records:
                 cursor = after = records[-1][0]
-                quiet_since = time.monotonic()
-                check_every = CONTINUE_AFTER_SECONDS
+                checks.heard()
                 between_legs = is_done(records[-1][1])
                 yield records
                 if len(records) < PAGE and not between_legs:
@@ -93,12 +119,7 @@ async def follow(
                     # (after a leg's end, the empty read below tells the caller).
                     await feed.wait(changed, poll_seconds)
                 continue
-            now = time.monotonic()
-            if min(now - quiet_since, now - checked_at) >= check_every:
-                checked_at = now
-                await _continue_if_abandoned(run_id)
-                if between_legs:
-                    check_every = min(2 * check_every, IDLE_CHECKS_BACK_OFF_TO)
+            await checks.check_if_due(run_id, between_legs=between_legs)
             yield []
             await feed.wait(changed, poll_seconds)
 
