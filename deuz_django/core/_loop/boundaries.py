@@ -19,7 +19,8 @@ from ..results import GenerateTextResult
 from ..tools import Tool, ToolCall, ToolContext, ToolResult
 from ..usage import Usage, with_total
 from .approval import Denial, signed_requests
-from .execution import SubAgentSuspension, reconcile_in_doubt, stream_batch
+from .batch_stream import stream_batch
+from .execution import SubAgentSuspension, reconcile_in_doubt
 from .journaling import StepRecorder
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
