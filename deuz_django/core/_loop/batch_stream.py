@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 
 from ..abort import AbortSignal
 from ..deps import Deps
@@ -50,7 +49,7 @@ async def stream_batch(
                 calls,
                 tools,
                 denials,
-                lambda call: replace(call_context(shared, call), emit_part=emit),
+                lambda call: call_context(shared, call, emit),
                 deps,
                 max_concurrency,
                 signal,

@@ -14,6 +14,7 @@ from ..abort import AbortController, AbortSignal, any_signal
 from ..approvals import ToolApprovalRequest, edited_result
 from ..deps import Deps
 from ..messages import Message, ToolResultPart
+from ..parts import StreamPart
 from ..reconciliation import Reconciliation
 from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
 from .approval import Denial
@@ -223,13 +224,20 @@ async def _reconcile(
     return found
 
 
-def call_context(shared: ToolContext, call: ToolCall) -> ToolContext:
-    """The batch's ``shared`` context for one call: what its tool's functions see."""
+def call_context(
+    shared: ToolContext,
+    call: ToolCall,
+    emit_part: Callable[[StreamPart], None] | None = None,
+) -> ToolContext:
+    """The batch's ``shared`` context for one call: what its tool's functions see, and
+    where a streamed batch's call sends its parts (none for a ``reconcile``). One
+    ``replace`` a call: a copy of the context costs a few µs, a fair part of a step."""
     return replace(
         shared,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
         answer=call.answer,
+        emit_part=emit_part,
     )
 
 
