@@ -140,7 +140,7 @@ class LoopRun(LegBoundaries):
             self.options,
             step_index,
             self.leg.history,
-            self.cumulative_usage,
+            lambda: self.cumulative_usage,
             self.deps.logger,
         )
         basis = len(self.leg.history)
