@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ._loop.engine import LoopRun
 from ._loop.execution import SubAgentSuspension
 from ._loop.options import LoopOptions
+from .approvals import ToolApprovalRequest
 from .durable._checkpointer import ResumePoint, load_best_effort
 from .durable.checkpoint import AgentCheckpoint
 from .durable.run_ids import child_run_id
@@ -104,6 +105,100 @@ def _validate_prompt(args: Any) -> dict[str, str]:
     return {"prompt": args["prompt"]}
 
 
+@dataclass(frozen=True, slots=True)
+class _SubAgent:
+    """What one ``agent_tool`` runs on each call: the child's model, prompt and limits."""
+
+    name: str
+    model: LanguageModel
+    system: str | None
+    tools: dict[str, Tool]
+    max_steps: int
+    max_depth: int
+    forward_parts: bool
+    stop_when: Sequence[StopCondition]
+
+    async def execute(self, args: dict[str, str], ctx: ToolContext) -> str:
+        """Run the child on ``args["prompt"]`` (or continue it, D8); its answer is the
+        call's result, and its approvals suspend the parent."""
+        path = self._path(ctx)
+        start = await _child_start(ctx, self.name)
+        if start.checkpoint is not None and start.checkpoint.status == "completed":
+            ctx.report_usage(start.uncounted)
+            return _completed_answer(start.checkpoint)  # D8: never restarted
+        child = self._loop(args["prompt"], ctx, path, start)
+        requests = await self._drain(child, ctx, path)
+        result = child.result()
+        ctx.report_usage(sum_usage(start.uncounted, result.usage))
+        if requests:
+            if start.session is None:
+                raise RuntimeError(_no_session_message(self.name))
+            raise SubAgentSuspension(requests)
+        return _answer(result.steps)
+
+    def _path(self, ctx: ToolContext) -> tuple[str, ...]:
+        """The child's agent path; refused past ``max_depth``, so agents cannot nest
+        without end."""
+        path = (*ctx.agent_path, self.name)
+        if len(path) > self.max_depth:
+            raise RuntimeError(
+                f"agentTool '{self.name}': max agent depth {self.max_depth} reached "
+                f"({' > '.join(path)})."
+            )
+        return path
+
+    def _loop(
+        self, prompt: str, ctx: ToolContext, path: tuple[str, ...], start: _ChildStart
+    ) -> LoopRun:
+        """The child's leg: from its checkpoint's history when it has one, else from
+        the prompt; it inherits the parent call's approvals, signal and deps."""
+        if start.checkpoint is not None:
+            messages = start.checkpoint.messages
+        else:
+            system = () if self.system is None else (Message("system", self.system),)
+            messages = (*system, Message("user", prompt))
+        return LoopRun(
+            LoopOptions(
+                model=self.model,
+                messages=messages,
+                tools=self.tools,
+                max_steps=self.max_steps,
+                stop_when=tuple(self.stop_when),
+                approve_tool_call=ctx.approve_tool_call,
+                approval_responses=ctx.approval_responses,
+                approval_signer=ctx.approval_signer,
+                approval_max_age_ms=ctx.approval_max_age_ms,
+                signal=ctx.signal,
+                session=start.session,
+                deps=ctx.deps,
+                agent_path=path,
+                root_run_id=ctx.root_run_id,
+                idempotency_scope=ctx.idempotency_key,
+                resume_from=start.resume_point,
+            )
+        )
+
+    async def _drain(
+        self, child: LoopRun, ctx: ToolContext, path: tuple[str, ...]
+    ) -> list[ToolApprovalRequest]:
+        """Run the child to its end, forwarding its parts to a streaming parent (R9.5);
+        the approvals it asked for, tagged with its path. Its error is the call's."""
+        requests: list[ToolApprovalRequest] = []
+        async for part in child.stream():
+            if self.forward_parts and ctx.emit_part is not None:
+                ctx.emit_part(
+                    part if isinstance(part, SubAgentPart) else SubAgentPart(path, part)
+                )
+            if isinstance(part, ToolApprovalRequestPart):
+                request = part.request
+                if not request.agent_path:
+                    request = replace(request, agent_path=path)
+                requests.append(request)
+            elif isinstance(part, ErrorPart):
+                raise part.error
+        return requests
+
+
 def agent_tool(
     *,
     name: str,
@@ -120,69 +215,21 @@ def agent_tool(
 ) -> Tool:
     """A tool that runs a sub-agent on ``prompt`` and returns its final answer."""
     child_tools = coerce_tools(tools)
-
-    async def execute(args: dict[str, str], ctx: ToolContext) -> str:
-        path = (*ctx.agent_path, name)
-        if len(path) > max_depth:
-            raise RuntimeError(
-                f"agentTool '{name}': max agent depth {max_depth} reached ({' > '.join(path)})."
-            )
-        messages: tuple[Message, ...] = (
-            *((Message("system", system),) if system is not None else ()),
-            Message("user", args["prompt"]),
-        )
-        start = await _child_start(ctx, name)
-        if start.checkpoint is not None:
-            if start.checkpoint.status == "completed":
-                ctx.report_usage(start.uncounted)
-                return _completed_answer(start.checkpoint)  # D8: never restarted
-            messages = start.checkpoint.messages
-        child = LoopRun(
-            LoopOptions(
-                model=model,
-                messages=messages,
-                tools=child_tools,
-                max_steps=max_steps,
-                stop_when=tuple(stop_when),
-                approve_tool_call=ctx.approve_tool_call,
-                approval_responses=ctx.approval_responses,
-                approval_signer=ctx.approval_signer,
-                approval_max_age_ms=ctx.approval_max_age_ms,
-                signal=ctx.signal,
-                session=start.session,
-                deps=ctx.deps,
-                agent_path=path,
-                root_run_id=ctx.root_run_id,
-                idempotency_scope=ctx.idempotency_key,
-                resume_from=start.resume_point,
-            )
-        )
-        requests = []
-        async for part in child.stream():
-            if sub_agent_stream == "full" and ctx.emit_part is not None:
-                ctx.emit_part(
-                    part if isinstance(part, SubAgentPart) else SubAgentPart(path, part)
-                )
-            if isinstance(part, ToolApprovalRequestPart):
-                request = part.request
-                if not request.agent_path:
-                    request = replace(request, agent_path=path)
-                requests.append(request)
-            elif isinstance(part, ErrorPart):
-                raise part.error
-        result = child.result()
-        ctx.report_usage(sum_usage(start.uncounted, result.usage))
-        if requests:
-            if start.session is None:
-                raise RuntimeError(_no_session_message(name))
-            raise SubAgentSuspension(requests)
-        return _answer(result.steps)
-
+    sub_agent = _SubAgent(
+        name=name,
+        model=model,
+        system=system,
+        tools=child_tools,
+        max_steps=max_steps,
+        max_depth=max_depth,
+        forward_parts=sub_agent_stream == "full",
+        stop_when=stop_when,
+    )
     return Tool(
         name=name,
         description=description,
         parameters=PROMPT_SCHEMA,
-        execute=execute,
+        execute=sub_agent.execute,
         validate=_validate_prompt,
         needs_approval=needs_approval,
         approval_permission=approval_permission,

@@ -269,20 +269,9 @@ def _issue(error: Any) -> str:
     return f"{location}: {error['msg']}" if location else str(error["msg"])
 
 
-def _build(
-    fn: Callable[..., Any],
-    *,
-    name: str | None,
-    description: str | None,
-    needs_approval: NeedsApproval,
-    approval_permission: str | None,
-    approval_by_owner: bool,
-    timeout_ms: float | None,
-    idempotent: bool,
-    reconcile: Reconcile | None,
-    editable: bool,
-    question: QuestionSource | None,
-) -> Tool:
+def _parameters(fn: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
+    """``fn``'s parameters as pydantic fields, and the name of the one annotated
+    :class:`ToolContext`, which receives the call's context and is not shown to the model."""
     hints = typing.get_type_hints(fn)
     fields: dict[str, Any] = {}
     context_param: str | None = None
@@ -297,12 +286,14 @@ def _build(
             )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
-    arguments = pydantic.create_model(
-        f"{fn.__name__}_arguments",
-        __config__=pydantic.ConfigDict(extra="forbid"),
-        **fields,
-    )
-    field_names = tuple(fields)
+    return fields, context_param
+
+
+def _validator(
+    arguments: type[pydantic.BaseModel], field_names: tuple[str, ...]
+) -> Callable[[Any], dict[str, Any]]:
+    """Check a model's arguments against ``arguments``; every issue is reported, so the
+    model can correct them all at once."""
 
     def validate(args: Any) -> dict[str, Any]:
         try:
@@ -311,35 +302,25 @@ def _build(
             raise ToolArgumentsError([_issue(e) for e in exc.errors()]) from None
         return {key: getattr(model, key) for key in field_names}
 
+    return validate
+
+
+def _executor(fn: Callable[..., Any], context_param: str | None) -> Execute:
+    """``fn`` called with validated arguments (and the context, when it asks for it);
+    a coroutine function stays one, so the loop awaits it rather than using a thread."""
+
     def call(args: dict[str, Any], ctx: ToolContext) -> Any:
         if context_param is not None:
             return fn(**args, **{context_param: ctx})
         return fn(**args)
 
-    execute: Execute = call
-    if inspect.iscoroutinefunction(fn):
+    if not inspect.iscoroutinefunction(fn):
+        return call
 
-        async def call_async(args: dict[str, Any], ctx: ToolContext) -> Any:
-            return await call(args, ctx)
+    async def call_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return await call(args, ctx)
 
-        execute = call_async
-
-    doc = inspect.getdoc(fn)
-    return Tool(
-        name=name or fn.__name__,
-        description=description or (doc.split("\n\n")[0].strip() if doc else None),
-        parameters=_strip_titles(arguments.model_json_schema()),
-        execute=execute,
-        validate=validate,
-        needs_approval=needs_approval,
-        approval_permission=approval_permission,
-        approval_by_owner=approval_by_owner,
-        timeout_ms=timeout_ms,
-        idempotent=idempotent,
-        reconcile=reconcile,
-        editable=editable,
-        question=question,
-    )
+    return call_async
 
 
 @overload
@@ -384,10 +365,19 @@ def tool(
     """
 
     def decorate(func: Callable[..., Any]) -> Tool:
-        return _build(
-            func,
-            name=name,
-            description=description,
+        fields, context_param = _parameters(func)
+        arguments = pydantic.create_model(
+            f"{func.__name__}_arguments",
+            __config__=pydantic.ConfigDict(extra="forbid"),
+            **fields,
+        )
+        doc = inspect.getdoc(func)
+        return Tool(
+            name=name or func.__name__,
+            description=description or (doc.split("\n\n")[0].strip() if doc else None),
+            parameters=_strip_titles(arguments.model_json_schema()),
+            execute=_executor(func, context_param),
+            validate=_validator(arguments, tuple(fields)),
             needs_approval=needs_approval,
             approval_permission=approval_permission,
             approval_by_owner=approval_by_owner,

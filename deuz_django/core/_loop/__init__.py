@@ -10,7 +10,9 @@
 - ``leg``: what a leg has produced so far (history, steps, usage, outcome).
 - ``approval``: which calls are gated, server-mode decisions, signing requests.
 - ``settle``: the verdicts of a resume applied to the trailing unanswered calls.
-- ``execution``: one batch of tool calls (concurrency, outcomes, timeouts, parts).
+- ``execution``: one batch of tool calls (concurrency, outcomes, timeouts, calls in
+  doubt).
+- ``batch_stream``: the parts a batch streams, in order, with what its calls emit.
 - ``limits``: when a leg stops on its own (runaway guard, stop conditions, price meter).
 - ``abortable``: where a leg stops for the caller's abort.
 """

@@ -19,7 +19,8 @@ from ..results import GenerateTextResult
 from ..tools import Tool, ToolCall, ToolContext, ToolResult
 from ..usage import Usage, with_total
 from .approval import Denial, signed_requests
-from .execution import SubAgentSuspension, reconcile_in_doubt, stream_batch
+from .batch_stream import stream_batch
+from .execution import SubAgentSuspension, reconcile_in_doubt
 from .journaling import StepRecorder
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
@@ -105,10 +106,25 @@ class LegBoundaries:
         repeat and could not tell what became of them — never re-run silently, each
         becomes a pending approval a person settles ("it happened", "run it again",
         "mark it failed"), asked about as the model made it, which its token pins."""
+        shared = self._batch_context(resumed)
         suspended: SubAgentSuspension | None = None
         try:
-            async for part in self._execute(
-                executed, denials, results, resumed, recorder
+            if recorder is not None:
+                # An in-doubt call (see :class:`StepRecorder`) its tool's ``reconcile``
+                # cannot settle is left out: ``results`` then misses its result.
+                executed = await reconcile_in_doubt(
+                    executed, self.tools, denials, shared, recorder
+                )
+            async for part in stream_batch(
+                executed,
+                self.tools,
+                denials,
+                shared,
+                self.deps,
+                max_concurrency=self.options.max_tool_concurrency,
+                signal=self.options.signal,
+                results=results,
+                recorder=recorder,
             ):
                 yield part
         except SubAgentSuspension as suspension:
@@ -148,20 +164,12 @@ class LegBoundaries:
 
     # -- tool execution -------------------------------------------------------------------
 
-    async def _execute(
-        self,
-        calls: Sequence[ToolCall],
-        denials: dict[str, Denial],
-        results: list[ToolResult],
-        resumed: bool,
-        recorder: StepRecorder | None = None,
-    ) -> AsyncIterator[StreamPart]:
-        """Run the batch; an in-doubt call (see :class:`StepRecorder`) that its tool's
-        ``reconcile`` cannot settle is left out, so ``results`` then holds fewer results
-        than there are calls."""
+    def _batch_context(self, resumed: bool) -> ToolContext:
+        """R1.13: what every call of a batch sees of the leg (``resumed``: a settle's
+        calls, from the checkpoint's history)."""
         options = self.options
         checkpointer = self._checkpointer
-        shared = ToolContext(  # R1.13: what every call of the batch sees of the leg
+        return ToolContext(
             tool_call_id="",
             tool_name="",
             messages=self.leg.history,
@@ -180,22 +188,6 @@ class LegBoundaries:
             resumed=resumed,
             idempotency_scope=self._idempotency_scope,
         )
-        if recorder is not None:
-            calls = await reconcile_in_doubt(
-                calls, self.tools, denials, shared, recorder
-            )
-        async for part in stream_batch(
-            calls,
-            self.tools,
-            denials,
-            shared,
-            self.deps,
-            max_concurrency=options.max_tool_concurrency,
-            signal=options.signal,
-            results=results,
-            recorder=recorder,
-        ):
-            yield part
 
     # -- bookkeeping ----------------------------------------------------------------------
 

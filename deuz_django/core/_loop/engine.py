@@ -140,7 +140,7 @@ class LoopRun(LegBoundaries):
             self.options,
             step_index,
             self.leg.history,
-            self.cumulative_usage,
+            lambda: self.cumulative_usage,
             self.deps.logger,
         )
         basis = len(self.leg.history)
@@ -266,7 +266,7 @@ class LoopRun(LegBoundaries):
             return
         elapsed_ms = self.deps.clock.now() - self._started_at
         self.leg.stopped_by = self._stops.first_tripped(
-            self.leg.steps, self.cumulative_usage, elapsed_ms, model
+            self.leg.steps, lambda: self.cumulative_usage, elapsed_ms, model
         )
         if self.leg.stopped_by is not None:
             async for part in self._end("completed"):

@@ -1,12 +1,11 @@
-"""Running one batch of tool calls: concurrency, outcomes, timeouts and the parts a batch
-streams (SPEC R3.13–R3.16, R4.2)."""
+"""Running one batch of tool calls: concurrency, outcomes, timeouts, and what becomes of
+a call a crash left in doubt (SPEC R3.13–R3.16)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -15,10 +14,9 @@ from ..abort import AbortController, AbortSignal, any_signal
 from ..approvals import ToolApprovalRequest, edited_result
 from ..deps import Deps
 from ..messages import Message, ToolResultPart
-from ..parts import StreamPart, ToolOutputPart, ToolStatePart
+from ..parts import StreamPart
 from ..reconciliation import Reconciliation
 from ..tools import Tool, ToolArgumentsError, ToolCall, ToolContext, ToolResult
-from . import abortable
 from .approval import Denial
 from .journaling import StepRecorder
 
@@ -185,7 +183,7 @@ async def reconcile_in_doubt(
     for call in calls:
         if recorder.in_doubt(call, denials):
             declared = tools.get(call.tool_name)
-            found = await _reconcile(declared, call, _context(shared, call))
+            found = await _reconcile(declared, call, call_context(shared, call))
             if found.status == "cannot-tell":
                 continue
             if found.status == "happened":
@@ -226,13 +224,20 @@ async def _reconcile(
     return found
 
 
-def _context(shared: ToolContext, call: ToolCall) -> ToolContext:
-    """The batch's ``shared`` context for one call: what its tool's functions see."""
+def call_context(
+    shared: ToolContext,
+    call: ToolCall,
+    emit_part: Callable[[StreamPart], None] | None = None,
+) -> ToolContext:
+    """The batch's ``shared`` context for one call: what its tool's functions see, and
+    where a streamed batch's call sends its parts (none for a ``reconcile``). One
+    ``replace`` a call: a copy of the context costs a few µs, a fair part of a step."""
     return replace(
         shared,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
         answer=call.answer,
+        emit_part=emit_part,
     )
 
 
@@ -265,29 +270,12 @@ async def run_batch(
             index = next_index
             next_index += 1
             call = calls[index]
-            if recorder is not None and (done := recorder.recorded(call)) is not None:
-                results[index] = done
-                continue
-            journaled = recorder is not None and recorder.executes(call, denials)
-            if deps.fence is not None and call.tool_call_id not in denials:
-                await deps.fence()
-            if journaled:
-                assert recorder is not None
-                await recorder.start(call)
             try:
-                result = await tracing.execute_tool(
-                    call,
-                    run_one(call, tools, denials, make_context(call), deps),
-                    tool=tools.get(call.tool_name),
-                    suspension=SubAgentSuspension,
+                results[index] = await _run_call(
+                    call, tools, denials, make_context, deps, recorder
                 )
             except SubAgentSuspension as suspension:
                 suspensions[index] = suspension
-                continue
-            if journaled:
-                assert recorder is not None
-                await recorder.finish(result)
-            results[index] = result
 
     width = max(1, min(max_concurrency, len(calls)))
     if width == 1:
@@ -301,75 +289,32 @@ async def run_batch(
     return [r for r in results if r is not None]
 
 
-async def stream_batch(
-    calls: Sequence[ToolCall],
+async def _run_call(
+    call: ToolCall,
     tools: Mapping[str, Tool],
     denials: Mapping[str, Denial],
-    shared: ToolContext,
+    make_context: Callable[[ToolCall], ToolContext],
     deps: Deps,
-    *,
-    max_concurrency: int,
-    signal: AbortSignal | None,
-    results: list[ToolResult],
-    recorder: StepRecorder | None = None,
-) -> AsyncIterator[StreamPart]:
-    """Run a batch into ``results``, streaming its parts in the R4.2 order: ``executing``
-    states, forwarded sub-agent parts as they come, then each result with its terminal state
-    in call order. Each call's context is ``shared`` with the call's id, name and emitter.
-
-    Raises :class:`SubAgentSuspension` when a sub-agent suspended (no result parts), and
-    ``Aborted`` when the caller's signal fired before or during the batch.
-    """
-    abortable.check(signal)
-    for call in calls:
-        if call.tool_call_id not in denials and call.tool_name in tools:
-            yield ToolStatePart(call.tool_call_id, "executing", call.tool_name)
-    loop = asyncio.get_running_loop()
-    loop_thread = threading.get_ident()
-    queue: asyncio.Queue[StreamPart | None] = asyncio.Queue()
-
-    def emit(part: StreamPart) -> None:
-        # A sync tool runs in a worker thread; its parts must enter the queue on the loop.
-        if threading.get_ident() == loop_thread:
-            queue.put_nowait(part)
-        else:
-            loop.call_soon_threadsafe(queue.put_nowait, part)
-
-    async def run() -> list[ToolResult]:
-        try:
-            return await run_batch(
-                calls,
-                tools,
-                denials,
-                lambda call: replace(_context(shared, call), emit_part=emit),
-                deps,
-                max_concurrency,
-                signal,
-                recorder,
-            )
-        finally:
-            queue.put_nowait(None)
-
-    batch = asyncio.ensure_future(run())
-    try:
-        while (part := await queue.get()) is not None:
-            yield part
-    finally:
-        if not batch.done():
-            batch.cancel()
-            await asyncio.gather(batch, return_exceptions=True)
-    done = batch.result()
-    abortable.check(signal)
-    results.extend(done)
-    for call, result in zip(calls, done, strict=True):
-        yield ToolOutputPart(
-            result.tool_call_id, result.tool_name, result.result, bool(result.is_error)
-        )
-        denial = denials.get(call.tool_call_id)
-        yield ToolStatePart(
-            call.tool_call_id,
-            "error" if result.is_error else "complete",
-            call.tool_name,
-            denied=denial is not None,
-            denied_reason=denial.reason if denial else None,
-        )
+    recorder: StepRecorder | None,
+) -> ToolResult:
+    """One call of a batch: its recorded outcome when it has one, so it never runs
+    twice; else run behind the fence, its start and outcome journaled around it when
+    the recorder journals it."""
+    if recorder is not None and (done := recorder.recorded(call)) is not None:
+        return done
+    journal = (
+        recorder if recorder is not None and recorder.executes(call, denials) else None
+    )
+    if deps.fence is not None and call.tool_call_id not in denials:
+        await deps.fence()
+    if journal is not None:
+        await journal.start(call)
+    result = await tracing.execute_tool(
+        call,
+        run_one(call, tools, denials, make_context(call), deps),
+        tool=tools.get(call.tool_name),
+        suspension=SubAgentSuspension,
+    )
+    if journal is not None:
+        await journal.finish(result)
+    return result

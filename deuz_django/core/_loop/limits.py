@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..deps import Deps
 from ..model import LanguageModel
@@ -99,15 +99,17 @@ class StopConditions:
     def first_tripped(
         self,
         steps: Sequence[StepResult],
-        usage: Usage,
+        cumulative_usage: Callable[[], Usage],
         elapsed_ms: float,
         model: LanguageModel,
     ) -> str | None:
-        """``steps`` are this leg's; ``usage`` is the run's cumulative usage."""
+        """``steps`` are this leg's; the run's cumulative usage is asked for only when
+        there are conditions to show it to."""
         if len(steps) >= self._max_steps:
             return "max_steps"
         if not self._conditions:
             return None
+        usage = cumulative_usage()
         info = StepInfo(
             steps=tuple(steps),
             step_count=len(steps),

@@ -245,16 +245,17 @@ async def step_request(
     options: LoopOptions,
     step_index: int,
     history: tuple[Message, ...],
-    usage: Usage,
+    usage: Callable[[], Usage],
     logger: Logger,
 ) -> tuple[LanguageModel, ModelRequest, tuple[Message, ...]]:
     """The model and request of step ``step_index``, and the history it answers:
-    ``prepare_step`` may rewrite the history, and pick tools or model (R3.11)."""
+    ``prepare_step`` may rewrite the history, and pick tools or model (R3.11). The
+    run's ``usage`` is asked for only when there is a ``prepare_step`` to show it to."""
     model = options.model
     definitions = tool_definitions(options.tools, None, logger)
     tool_choice = None
     if options.prepare_step is not None:
-        info = PrepareStepInfo(step_index=step_index, messages=history, usage=usage)
+        info = PrepareStepInfo(step_index=step_index, messages=history, usage=usage())
         overrides = step_overrides(await resolve(options.prepare_step(info)))
         if overrides is not None:
             if overrides.messages is not None:

@@ -152,49 +152,78 @@ async def plan_settle(
     edits: dict[str, dict[str, Any]] = {}
     answers: dict[str, Any] = {}
     for call in calls:
-        verdict = by_id.get(call.tool_call_id)
+        call_id = call.tool_call_id
+        verdict = by_id.get(call_id)
         client = is_client_tool(tools, call.tool_name)
-        if (
-            client
-            and verdict is not None
-            and verdict.approved
-            and verdict.answer is not None
-        ):
+        if verdict is None:
+            if client:
+                denials[call_id] = Denial(CLIENT_TOOL_REASON)
+            elif await is_gated(tools, call, history, signal):
+                denials[call_id] = Denial(NO_RESPONSE_REASON)
+        elif client and verdict.approved and verdict.answer is not None:
             # D11: the client's real result (no token: no request was ever signed).
-            answers[call.tool_call_id] = verdict.answer
-        elif verdict is not None:
-            if not verdict.approved:
-                denials[call.tool_call_id] = Denial(verdict.reason)
-            elif signer is not None and (
-                token_problem(
-                    verdict.token,
-                    call,
-                    signer=signer,
-                    run_id=bound_run_id,
-                    max_age_ms=max_age_ms,
-                )
-                is not None
-            ):
-                denials[call.tool_call_id] = Denial(TOKEN_DENIAL_REASON)
+            answers[call_id] = verdict.answer
+        else:
+            denial = _denial(
+                call,
+                verdict,
+                tools,
+                signer=signer,
+                max_age_ms=max_age_ms,
+                bound_run_id=bound_run_id,
+            )
+            if denial is not None:
+                denials[call_id] = denial
             elif verdict.edited_input is not None:
-                problem = _edit_refusal(tools, call, verdict.edited_input)
-                if problem is None:
-                    edits[call.tool_call_id] = verdict.edited_input
-                else:
-                    denials[call.tool_call_id] = Denial(problem)
+                edits[call_id] = verdict.edited_input
             elif verdict.answer is not None:
-                problem = _answer_refusal(tools, call, verdict.answer)
-                if problem is None:
-                    answers[call.tool_call_id] = verdict.answer
-                else:
-                    denials[call.tool_call_id] = Denial(problem)
-            elif question_of(tools.get(call.tool_name), call.args) is not None:
-                denials[call.tool_call_id] = Denial(NO_ANSWER_REASON)
-        elif client:
-            denials[call.tool_call_id] = Denial(CLIENT_TOOL_REASON)
-        elif await is_gated(tools, call, history, signal):
-            denials[call.tool_call_id] = Denial(NO_RESPONSE_REASON)
-    decisions = {
+                answers[call_id] = verdict.answer
+    return SettlePlan(calls, denials, edits, answers, _decisions(calls, by_id, denials))
+
+
+def _denial(
+    call: ToolCall,
+    verdict: ToolApprovalResponse,
+    tools: Mapping[str, Tool],
+    *,
+    signer: ApprovalSignerLike | None,
+    max_age_ms: float | None,
+    bound_run_id: str | None,
+) -> Denial | None:
+    """Why ``verdict`` does not let ``call`` run (``None``: it runs): it denies it, its
+    token does not check out (R10.9), its edited input or its answer do not fit, or it
+    gives a question tool's call no answer."""
+    if not verdict.approved:
+        return Denial(verdict.reason)
+    if signer is not None and (
+        token_problem(
+            verdict.token,
+            call,
+            signer=signer,
+            run_id=bound_run_id,
+            max_age_ms=max_age_ms,
+        )
+        is not None
+    ):
+        return Denial(TOKEN_DENIAL_REASON)
+    if verdict.edited_input is not None:
+        problem = _edit_refusal(tools, call, verdict.edited_input)
+    elif verdict.answer is not None:
+        problem = _answer_refusal(tools, call, verdict.answer)
+    elif question_of(tools.get(call.tool_name), call.args) is not None:
+        problem = NO_ANSWER_REASON
+    else:
+        problem = None
+    return None if problem is None else Denial(problem)
+
+
+def _decisions(
+    calls: Sequence[ToolCall],
+    by_id: Mapping[str, ToolApprovalResponse],
+    denials: Mapping[str, Denial],
+) -> dict[str, str]:
+    """The recorded decision each approved, undenied call runs on (by call id)."""
+    return {
         call_id: verdict.decision_id
         for call_id in (c.tool_call_id for c in calls)
         if call_id not in denials
@@ -202,4 +231,3 @@ async def plan_settle(
         and verdict.approved
         and verdict.decision_id is not None
     }
-    return SettlePlan(calls, denials, edits, answers, decisions)

@@ -84,47 +84,19 @@ class AgentCheckpoint:
             raise InvalidInputError(
                 f"checkpoint: expected an object, got {type(data).__name__}"
             )
-        version = data.get("version")
-        if version != CHECKPOINT_VERSION:
-            raise InvalidInputError(
-                f"checkpoint.version: unsupported checkpoint schema version {version!r} "
-                f"(this runtime reads version {CHECKPOINT_VERSION})"
-            )
-        for key in ("runId", "stepId"):
-            if not isinstance(data.get(key), str):
-                raise InvalidInputError(f"checkpoint.{key}: expected a string")
-        step_index = as_integer(data.get("stepIndex"))
-        if step_index is None:
-            raise InvalidInputError("checkpoint.stepIndex: expected an integer")
-        status = data.get("status")
-        if status not in CHECKPOINT_STATUSES:
-            raise InvalidInputError(
-                f"checkpoint.status: expected running, suspended or completed, got {status!r}"
-            )
-        raw_messages = data.get("messages")
-        if not isinstance(raw_messages, list):
-            raise InvalidInputError("checkpoint.messages: expected a list")
+        step_index = _checked_header(data)
+        _check_contents(data)
         raw_pending = data.get("pendingApprovals")
-        if raw_pending is not None and not isinstance(raw_pending, list):
-            raise InvalidInputError("checkpoint.pendingApprovals: expected a list")
         agent_path = data.get("agentPath")
-        if agent_path is not None and (
-            not isinstance(agent_path, list)
-            or not all(isinstance(p, str) for p in agent_path)
-        ):
-            raise InvalidInputError("checkpoint.agentPath: expected a list of strings")
-        created_at = data.get("createdAt")
-        if isinstance(created_at, bool) or not isinstance(created_at, int | float):
-            raise InvalidInputError("checkpoint.createdAt: expected a number")
         checkpoint = cls(
-            version=version,
+            version=data["version"],
             run_id=data["runId"],
             step_id=data["stepId"],
             step_index=step_index,
-            status=status,
+            status=data["status"],
             messages=tuple(
                 message_from_json(m, path=f"checkpoint.messages[{i}]")
-                for i, m in enumerate(raw_messages)
+                for i, m in enumerate(data["messages"])
             ),
             usage=Usage.from_json(data.get("usage"), path="checkpoint.usage"),
             pending_approvals=tuple(
@@ -136,6 +108,48 @@ class AgentCheckpoint:
             if raw_pending
             else None,
             agent_path=tuple(agent_path) if agent_path else None,
-            created_at=created_at,
+            created_at=data["createdAt"],
         )
         return keep(checkpoint, dict(data))
+
+
+def _checked_header(data: dict[str, Any]) -> int:
+    """Refuse a checkpoint of another version, or whose ids, step index or status are
+    wrong; the step index, as an integer (a JSON ``2.0`` is step 2)."""
+    version = data.get("version")
+    if version != CHECKPOINT_VERSION:
+        raise InvalidInputError(
+            f"checkpoint.version: unsupported checkpoint schema version {version!r} "
+            f"(this runtime reads version {CHECKPOINT_VERSION})"
+        )
+    for key in ("runId", "stepId"):
+        if not isinstance(data.get(key), str):
+            raise InvalidInputError(f"checkpoint.{key}: expected a string")
+    step_index = as_integer(data.get("stepIndex"))
+    if step_index is None:
+        raise InvalidInputError("checkpoint.stepIndex: expected an integer")
+    status = data.get("status")
+    if status not in CHECKPOINT_STATUSES:
+        raise InvalidInputError(
+            f"checkpoint.status: expected running, suspended or completed, got {status!r}"
+        )
+    return step_index
+
+
+def _check_contents(data: dict[str, Any]) -> None:
+    """Refuse a history, pending approvals, agent path or creation time of the wrong
+    shape, before any message is parsed (each message is checked as it is)."""
+    if not isinstance(data.get("messages"), list):
+        raise InvalidInputError("checkpoint.messages: expected a list")
+    raw_pending = data.get("pendingApprovals")
+    if raw_pending is not None and not isinstance(raw_pending, list):
+        raise InvalidInputError("checkpoint.pendingApprovals: expected a list")
+    agent_path = data.get("agentPath")
+    if agent_path is not None and (
+        not isinstance(agent_path, list)
+        or not all(isinstance(p, str) for p in agent_path)
+    ):
+        raise InvalidInputError("checkpoint.agentPath: expected a list of strings")
+    created_at = data.get("createdAt")
+    if isinstance(created_at, bool) or not isinstance(created_at, int | float):
+        raise InvalidInputError("checkpoint.createdAt: expected a number")

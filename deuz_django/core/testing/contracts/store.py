@@ -24,7 +24,16 @@ from typing import Any
 
 import pytest
 
-from ... import Deps, ImagePart, Message, ToolResultPart, Usage, generate_text, tool
+from ... import (
+    Deps,
+    GenerateTextResult,
+    ImagePart,
+    Message,
+    ToolResultPart,
+    Usage,
+    generate_text,
+    tool,
+)
 from ..._awaitable import resolve
 from ...durable import (
     AgentCheckpoint,
@@ -241,11 +250,10 @@ class SessionStoreContract:
 
     # -- through the loop ---------------------------------------------------------------
 
-    async def test_a_durable_run_suspends_resumes_and_completes(
-        self, store: Any
-    ) -> None:
-        # SPEC R6.4 (B1, B7, B4), R6.6, R6.7, R7.2, R10.8, R10.9 against this store.
-        executed: list[str] = []
+    @staticmethod
+    def booking_run(executed: list[str]) -> dict[str, Any]:
+        """The loop arguments of a two-leg run: a forecast, then a train booking a
+        person approves, then the answer; ``executed`` logs each tool's execution."""
 
         @tool
         async def forecast(city: str) -> dict[str, Any]:
@@ -259,7 +267,6 @@ class SessionStoreContract:
             executed.append(f"book_train:{city}")
             return f"Booked to {city}."
 
-        tools = [forecast, book_train]
         model = ScriptedModel(
             [
                 reply(
@@ -274,24 +281,51 @@ class SessionStoreContract:
             ]
         )
         clock = FixedClock()
-        signer = create_approval_signer(secret="contract-secret", clock=clock)
-        common: dict[str, Any] = {
+        return {
             "model": model,
-            "tools": tools,
+            "tools": [forecast, book_train],
             "max_steps": 8,
-            "approval_signer": signer,
+            "approval_signer": create_approval_signer(
+                secret="contract-secret", clock=clock
+            ),
             "deps": Deps(clock=clock, generate_id=lambda: "unused-id"),
         }
 
-        first = await generate_text(
+    @staticmethod
+    async def start_booking(store: Any, run: dict[str, Any]) -> GenerateTextResult:
+        """The booking run's first leg, in ``store``: it suspends on the booking."""
+        return await generate_text(
             prompt="Check Zürich and book a train.",
             session=DurableSession(store, "run-e2e"),
-            **common,
+            **run,
         )
+
+    @staticmethod
+    async def approve_booking(
+        store: Any, run: dict[str, Any], first: GenerateTextResult
+    ) -> GenerateTextResult:
+        """The booking run's second leg: the booking approved with its token."""
+        assert first.pending_approvals is not None
+        (pending,) = first.pending_approvals
+        verdict = {
+            "approvalId": pending.approval_id,
+            "approved": True,
+            "token": pending.token,
+        }
+        return await resume_from_checkpoint(
+            store, "run-e2e", approval_responses=[verdict], **run
+        )
+
+    async def test_a_gated_call_saves_the_durable_run_suspended(
+        self, store: Any
+    ) -> None:
+        # SPEC R6.4 (B1, B7), R6.6, R10.8 against this store.
+        executed: list[str] = []
+        first = await self.start_booking(store, self.booking_run(executed))
         assert first.run_id == "run-e2e"
         assert executed == ["forecast:Zürich"]
         assert first.pending_approvals is not None
-        (pending,) = first.pending_approvals
+        assert len(first.pending_approvals) == 1
         suspended = await self.load(store, "run-e2e")
         assert suspended is not None
         assert (suspended.status, suspended.step_index) == ("suspended", 2)
@@ -299,20 +333,14 @@ class SessionStoreContract:
         assert suspended.pending_approvals == first.pending_approvals
         assert suspended.messages == first.messages
         assert suspended.usage.total_tokens == 42
-        assert suspended.created_at == clock.now()
-        suspended_json = suspended.to_json()
+        assert suspended.created_at == FixedClock().now()
 
-        resumed = await resume_from_checkpoint(
-            store,
-            "run-e2e",
-            approval_responses=[
-                {
-                    "approvalId": pending.approval_id,
-                    "approved": True,
-                    "token": pending.token,
-                }
-            ],
-            **common,
+    async def test_an_approved_resume_saves_the_run_completed(self, store: Any) -> None:
+        # SPEC R6.4 (B4), R6.6, R6.7, R7.2, R10.9 against this store.
+        executed: list[str] = []
+        run = self.booking_run(executed)
+        resumed = await self.approve_booking(
+            store, run, await self.start_booking(store, run)
         )
         assert executed == ["forecast:Zürich", "book_train:Zürich"]
         assert resumed.run_id == "run-e2e"
@@ -327,9 +355,6 @@ class SessionStoreContract:
             == Usage(input_tokens=60, output_tokens=21, total_tokens=81).to_json()
         )
         assert final.messages == resumed.messages
-        # SPEC R8.5: the suspended snapshot is untouched by the leg that continued it.
-        assert suspended.to_json() == suspended_json
-        assert final.messages[: len(suspended.messages)] == suspended.messages
         assert [m.role for m in final.messages] == [
             "user",
             "assistant",
@@ -341,6 +366,21 @@ class SessionStoreContract:
         assert final.messages[4].parts == (
             ToolResultPart("toolu_2", "Booked to Zürich."),
         )
+
+    async def test_resuming_leaves_the_suspended_snapshot_untouched(
+        self, store: Any
+    ) -> None:
+        # SPEC R8.5: the leg that continues a run never changes the checkpoint it read.
+        run = self.booking_run([])
+        first = await self.start_booking(store, run)
+        suspended = await self.load(store, "run-e2e")
+        assert suspended is not None
+        suspended_json = suspended.to_json()
+        await self.approve_booking(store, run, first)
+        final = await self.load(store, "run-e2e")
+        assert final is not None
+        assert suspended.to_json() == suspended_json
+        assert final.messages[: len(suspended.messages)] == suspended.messages
 
     async def test_resuming_an_unknown_run_raises_checkpoint_not_found(
         self, store: Any
