@@ -3,7 +3,7 @@
 A checkpoint is saved at step boundaries; a leg that dies inside a step used to redo the
 whole step — call the model again and run every tool again. The journal closes that gap.
 When a step's model turn is complete, the loop records it (the assistant message with its
-tool calls) *before* any tool runs; it records each call's start just before it executes
+tool calls, or the final answer) *before* any tool runs; it records each call's start just before it executes
 and its outcome as soon as it has one. Resuming the step then follows three rules:
 
 - a recorded turn is reused: no second model call, the same tool-call ids;
