@@ -140,7 +140,7 @@ def start_run(
         )
     except IntegrityError:
         if Run.objects.filter(run_id=run_id).exists():  # the same id, started before
-            raise RunExists(f"Run '{run_id}' already exists.") from None
+            raise RunExists(run_id) from None
         raise
 
 
