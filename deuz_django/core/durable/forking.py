@@ -58,6 +58,12 @@ class ForkEdit:
     tool_call_id: str | None = None
     input: Any = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The API's form: ``{"message": ...}`` or ``{"toolCallId": ..., "input": ...}``."""
+        if self.message is not None:
+            return {"message": self.message}
+        return {"toolCallId": self.tool_call_id, "input": self.input}
+
 
 @dataclass(frozen=True, slots=True)
 class ForkedRun:
