@@ -25,6 +25,7 @@ from .forking import (
     fork_from_checkpoint,
     plan_fork,
 )
+from .memory import InMemorySessionStore, create_in_memory_session_store
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
 from .run_ids import (
     child_run_id,
@@ -33,12 +34,7 @@ from .run_ids import (
     parent_run_id,
     root_run_id,
 )
-from .session import (
-    DurableSession,
-    InMemorySessionStore,
-    SessionStore,
-    create_in_memory_session_store,
-)
+from .session import DurableSession, SessionStore
 from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
 from .step_journal import (
     Authorization,
