@@ -24,7 +24,7 @@ from ..models import (
     RunMessage,
     RunStatus,
 )
-from ..permissions import can_view_run
+from .lineage import ForkLineage
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
@@ -237,22 +237,7 @@ class RunStopSerializer(serializers.Serializer[Any]):
     stoppedAt = serializers.DateTimeField(allow_null=True)
 
 
-class ForkOriginSerializer(serializers.Serializer[Any]):
-    """Where a fork came from: the run, the step, and what it changed there."""
-
-    runId = serializers.CharField(help_text="The run it was forked from.")
-    step = serializers.IntegerField(help_text="The step it was forked at.")
-    withTurn = serializers.BooleanField(
-        help_text="Whether it kept that step's model turn."
-    )
-    edit = serializers.JSONField(
-        allow_null=True,
-        help_text='The edit made there: {"message": …} or {"toolCallId": …, '
-        '"input": …}; null: none.',
-    )
-
-
-class RunSerializer(serializers.ModelSerializer[Run]):
+class RunSerializer(ForkLineage, serializers.ModelSerializer[Run]):
     """A root run: its state, cumulative usage, the approvals it waits for, and its
     lineage (the run it was forked from, the forks made of it)."""
 
@@ -268,14 +253,6 @@ class RunSerializer(serializers.ModelSerializer[Run]):
         "took effect (null while the leg holding the run has yet to reach its fence)."
     )
     pendingApprovals = serializers.SerializerMethodField()
-    forkedFrom = serializers.SerializerMethodField(
-        help_text="The run this one was forked from (null: not a fork, or a run you "
-        "may not see)."
-    )
-    forks = serializers.SerializerMethodField(
-        help_text="The run ids of the forks made of this run that you may see, oldest "
-        "first."
-    )
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
     url = serializers.SerializerMethodField()
@@ -336,26 +313,6 @@ class RunSerializer(serializers.ModelSerializer[Run]):
                 "run", "decided_by"
             )
         return ApprovalSerializer(rows, many=True, context=self.context).data
-
-    @extend_schema_field(ForkOriginSerializer(allow_null=True))
-    def get_forkedFrom(self, run: Run) -> dict[str, Any] | None:
-        origin = run.forked_from
-        if origin is None or not can_view_run(self._viewer(), origin):
-            return None
-        return {
-            "runId": origin.run_id,
-            "step": run.forked_at_step,
-            "withTurn": run.forked_with_turn,
-            "edit": run.fork_edit,
-        }
-
-    def get_forks(self, run: Run) -> list[str]:
-        viewer = self._viewer()
-        return [f.run_id for f in run.forks.all() if can_view_run(viewer, f)]
-
-    def _viewer(self) -> Any:
-        request = self.context.get("request")
-        return None if request is None else request.user
 
     def get_url(self, run: Run) -> str:
         return str(self.context["run_url"](run.run_id))

@@ -12,14 +12,11 @@ at its latest boundary while its model is due to answer. There are two fork poin
   its calls go through the gates again. ``ForkEdit(tool_call_id=..., input=...)``
   replaces one call's input: correct the agent.
 
-What the fork inherits: the history up to the boundary, and the parent's step journal
-up to it, each call's recorded outcome with it — a call with a recorded outcome is never
-executed again, in the fork either (an edited call, whose input changed, runs anew).
-What it does not: approvals and decisions (a gated call is asked again, with tokens
-bound to the fork's run id), and usage (the fork's counts its own spending). The fork's
-``step_index`` is ``N``, so its numbering continues the parent's. Each sub-agent run a
-kept turn's unanswered call left is forked along with it, as it stood — a suspended one
-back to before the turn it waits on, so its gated calls are asked again.
+The fork inherits the history up to the boundary and the journal up to it, recorded
+outcomes included: no recorded call is executed again (an edited one runs anew). Not
+approvals (a gated call is asked again, its token bound to the fork), nor usage. Its
+``step_index`` is ``N``. The sub-agent runs of a kept turn's unanswered calls fork with
+it, as they stood — a suspended one back to before the turn it waits on.
 
 A store that forks implements :class:`ForkingStore`: it reads the parent through
 :class:`ForkSource`, calls :func:`plan_fork` (the rules, here once) and writes what it
@@ -93,14 +90,11 @@ class ForkSource(Protocol):
 class ForkingStore(Protocol):
     """A store that forks runs (sync or async; an ``afork`` twin wins, as for ``save``).
 
-    ``fork`` writes the new run ``run_id`` forked from ``parent_run_id`` at step
-    ``step_index`` (with its sub-agent runs, :func:`plan_fork`) in one go and returns
-    its checkpoint. ``tools`` (the agent's) lets an edited input be checked against its
-    tool's schema. Raises :class:`~deuz_django.core.exceptions.CheckpointNotFoundError`
-    for an unknown parent, :class:`~deuz_django.core.exceptions.InvalidForkError` for a
-    step or edit that does not fit it and
-    :class:`~deuz_django.core.exceptions.RunExistsError` when ``run_id`` is taken —
-    writing nothing.
+    ``fork`` writes the run ``run_id`` forked from ``parent_run_id`` at ``step_index``
+    (with its sub-agent runs, :func:`plan_fork`) in one go and returns its checkpoint;
+    ``tools`` (the agent's) check an edited input against its tool's schema. Raises
+    ``CheckpointNotFoundError`` (no parent), ``InvalidForkError`` (a step or edit that
+    does not fit it) or ``RunExistsError`` (``run_id`` taken), writing nothing.
     """
 
     def fork(
@@ -186,34 +180,25 @@ def plan_fork(
 
 
 def _check_edit(edit: ForkEdit | None, with_turn: bool) -> None:
+    """Which edit goes with which fork point: the first problem found raises."""
     if edit is None:
         return
-    if edit.message is not None and edit.tool_call_id is not None:
-        raise InvalidForkError(
-            "edit", "give a new message or a call's new input, not both"
-        )
-    if edit.message is not None:
-        if with_turn:
-            raise InvalidForkError(
-                "edit.message",
-                "a new message asks the model again: fork before the turn "
-                "(withTurn false)",
-            )
-        if not edit.message.strip():
-            raise InvalidForkError("edit.message", "expected the message's new text")
-    elif edit.tool_call_id is not None:
-        if not with_turn:
-            raise InvalidForkError(
-                "withTurn",
-                "a call's new input keeps the turn it belongs to: fork with the turn "
-                "(withTurn true)",
-            )
-        if edit.input is None:
-            raise InvalidForkError("edit.input", "expected the call's new input")
-    else:
-        raise InvalidForkError(
-            "edit", "expected a new message, or a toolCallId with its new input"
-        )
+    asking, correcting = edit.message is not None, edit.tool_call_id is not None
+    problems = [
+        (
+            asking and correcting,
+            "edit",
+            "give a new message or a call's input, not both",
+        ),
+        (not asking and not correcting, "edit", "expected a message or a toolCallId"),
+        (asking and with_turn, "edit.message", "a new message needs withTurn false"),
+        (asking and not str(edit.message).strip(), "edit.message", "expected text"),
+        (correcting and not with_turn, "withTurn", "a call's new input needs withTurn"),
+        (correcting and edit.input is None, "edit.input", "expected the new input"),
+    ]
+    for found, field, message in problems:
+        if found:
+            raise InvalidForkError(field, message)
 
 
 def _fork_point(
