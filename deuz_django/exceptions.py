@@ -5,7 +5,8 @@ The hierarchy::
 
     DeuzError (core)
     ├── RunNotFound          no such run, or one the user may not see (REST: 404)
-    ├── RunExists            a run with the caller-chosen id exists already (409)
+    ├── RunExists            a run with the caller-chosen id exists already (409; the
+    │                        core's RunExistsError)
     ├── RunBusy              another leg holds the run's lease (409)
     │   └── ProcessStopping  this process is shutting down (SIGTERM); another continues
     ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
@@ -30,15 +31,16 @@ from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 
-from .core.exceptions import DeuzError
+from .core.exceptions import DeuzError, RunExistsError
 
 
 class RunNotFound(DeuzError, LookupError):
     code = "run_not_found"
 
 
-class RunExists(DeuzError, ValueError):
-    code = "run_exists"
+class RunExists(RunExistsError, ValueError):
+    """The core's :class:`~deuz_django.core.exceptions.RunExistsError`, as the 0.1
+    name (a ``ValueError`` too)."""
 
 
 class RunBusy(DeuzError):

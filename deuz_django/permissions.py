@@ -16,6 +16,8 @@ edit a call's input         who may approve it, holding ``deuz_django.edit_appro
                             (the tool must be ``editable``; the rules above depend on the
                             tool only, which an edit never changes)
 resume a run                its owner; a user holding ``deuz_django.resume_run``
+fork a run                  its owner; a user holding ``deuz_django.fork_run`` (who must
+                            also see the run); the fork is the forking user's run
 ==========================  ===============================================================
 
 Anonymous users may do none of these. A run a user may not see is reported as not found.
@@ -37,10 +39,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DECIDE_ANY_APPROVAL",
     "EDIT_APPROVAL_INPUT",
+    "FORK_ANY_RUN",
     "RESUME_ANY_RUN",
     "STOP_ANY_RUN",
     "VIEW_ANY_RUN",
     "approval_tool",
+    "can_fork_run",
     "can_resume_run",
     "can_stop_run",
     "can_view_run",
@@ -56,6 +60,7 @@ DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
 STOP_ANY_RUN = "deuz_django.stop_run"
 EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
+FORK_ANY_RUN = "deuz_django.fork_run"
 
 
 def _owns(user: Person | None, run: Run) -> bool:
@@ -72,6 +77,15 @@ def can_resume_run(user: Person | None, run: Run) -> bool:
     if user is None or not can_view_run(user, run):
         return False
     return _owns(user, run) or user.has_perm(RESUME_ANY_RUN)
+
+
+def can_fork_run(user: Person | None, run: Run) -> bool:
+    """The owner may fork their own run; others need ``fork_run`` (and to see the
+    run). A fork reads the whole history up to its step and may run tools again, so
+    forking is asked for like resuming, with a permission of its own."""
+    if user is None or not can_view_run(user, run):
+        return False
+    return _owns(user, run) or user.has_perm(FORK_ANY_RUN)
 
 
 def can_stop_run(user: Person | None, run: Run) -> bool:

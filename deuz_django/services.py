@@ -1,5 +1,6 @@
 """The run service: the one module the admin, REST API, WebSocket consumer and the ``deuz``
-command call to start runs, decide approvals, continue runs and recover crashed ones.
+command call to start runs, decide approvals, continue, fork (:func:`fork_run`) and stop
+runs and recover crashed ones.
 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
 the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
@@ -61,6 +62,7 @@ from .runs.continuing import (
     enqueue_run,
     run_here_to_end,
 )
+from .runs.forking import afork_run, fork_run
 from .runs.outcomes import ABORTED, LegOutcome
 from .runs.recoverable import recoverable_runs
 from .runs.recovery import who_continues
@@ -79,6 +81,7 @@ __all__ = [
     "Recorded",
     "adecide_approval",
     "aenqueue_run",
+    "afork_run",
     "approval_signer",
     "arecord_verdicts",
     "aresume_run",
@@ -88,6 +91,7 @@ __all__ = [
     "decide_approval",
     "delete_run",
     "enqueue_run",
+    "fork_run",
     "record_checked_verdicts",
     "record_operator_verdict",
     "record_verdicts",
@@ -140,7 +144,7 @@ def start_run(
         )
     except IntegrityError:
         if Run.objects.filter(run_id=run_id).exists():  # the same id, started before
-            raise RunExists(f"Run '{run_id}' already exists.") from None
+            raise RunExists(run_id) from None
         raise
 
 

@@ -31,6 +31,7 @@ DEUZ = {
         "scripted": "tests.django.agents.scripted",
         "slow": "tests.django.agents.slow",
         "gated": "tests.django.agents.gated",
+        "forkable": "tests.django.agents.forkable",
         "nested": "tests.django.agents.nested",
         "nested_slow": "tests.django.agents.nested_slow",
         "crashy": "tests.reliability.crash_agent.crashy",

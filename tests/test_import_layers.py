@@ -113,8 +113,8 @@ LAYERS = tuple(
         "approvals rules notifications streaming.live runs.stopping runs.transcript "
         "runs.threads runs.draining runs.recoverable runs.lease_renewal",
         "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
-        "services runs.continuing runs.recovery deadlines.sweep streaming.following "
-        "checks apps",
+        "services runs.continuing runs.forking runs.recovery deadlines.sweep "
+        "streaming.following checks apps",
         "api admin dashboard management streaming approvals.link_views "
         "approvals.page_verdicts urls routing asgi",
     )

@@ -1,7 +1,8 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
-its transcript (sub-agents included), its pending approvals with Approve/Deny buttons (for
-a call a crash left in doubt: it happened, run it again, mark it failed), and its decision
-history. Runs are never edited by hand: every write goes through the service.
+its transcript (sub-agents included) with "Fork from here" at each step (:mod:`.forks`),
+its lineage, its pending approvals with Approve/Deny buttons (for a call a crash left in
+doubt: it happened, run it again, mark it failed), and its decision history. Runs are
+never edited by hand: every write goes through the service.
 """
 
 from __future__ import annotations
@@ -29,11 +30,17 @@ from ..exceptions import NotPermitted, RunNotStoppable
 from ..models import IN_DOUBT, Approval, ApprovalKind, ApprovalStatus, Run, RunStatus
 from ..models.rules import GrantScope
 from ..models.visibility import Person
-from ..permissions import can_stop_run, decide_refusal, edit_refusal, is_editable
+from ..permissions import (
+    can_fork_run,
+    can_stop_run,
+    decide_refusal,
+    edit_refusal,
+    is_editable,
+)
 from ..rules.grants import Allow, allow_problem, max_hours
 from ..runs.stopping import FINISHED
-from ..runs.transcript import pretty, sections
-from . import display
+from ..runs.transcript import pretty, run_messages, sections
+from . import display, forks
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
 
@@ -286,8 +293,18 @@ class RunAdmin(ReadOnlyAdmin):
         run = self.get_object(request, unquote(object_id))
         context = dict(extra_context or {})
         if run is not None:
+            transcript = sections(run)
+            points = (
+                forks.fork_points(run, run_messages(run))
+                if can_fork_run(request.user, run)
+                else []
+            )
+            root_rows, trailing_points = forks.placed(transcript[0].entries, points)
             context.update(
-                sections=sections(run),
+                forks.lineage(request.user, run),
+                sections=transcript[1:],
+                root_rows=root_rows,
+                trailing_points=trailing_points,
                 pending_rows=pending_rows(request.user, run),
                 answers=ANSWERS,
                 in_doubt=IN_DOUBT,
@@ -326,7 +343,21 @@ class RunAdmin(ReadOnlyAdmin):
             self.admin_site.admin_view(self.stop_view),
             name="deuz_django_run_stop",
         )
-        return [stop, *super().get_urls()]
+        fork = path(
+            "<path:object_id>/fork/",
+            self.admin_site.admin_view(self.fork_view),
+            name="deuz_django_run_fork",
+        )
+        return [stop, fork, *super().get_urls()]
+
+    def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Fork the run at the posted step ("Fork from here"), then open the fork."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        run = self.get_object(request, unquote(object_id))
+        if run is None:
+            raise Http404(_("No such run."))
+        return forks.fork_view(request, run)
 
     def stop_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Stop the run (POST; the reason from the form): at once, or at the next fence

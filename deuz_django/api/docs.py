@@ -28,6 +28,7 @@ from .representations import (
 )
 from .serializers import (
     ApprovalFilterSerializer,
+    ForkSerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
@@ -286,6 +287,46 @@ stop_run = operation(
             },
             response_only=True,
             status_codes=[200],
+        ),
+    ],
+)
+
+fork_run = operation(
+    operation_id="forkRun",
+    summary="Fork a run",
+    description="A new run from a step of this one (201), continued in the background. "
+    "It starts from the history that step's model call answered: the model is asked "
+    "again (an `edit.message` replaces the user message that started the step) or, "
+    "with `withTurn`, the step's recorded turn is kept (an `edit` may change one "
+    "call's `input`, checked against its tool's schema) and its calls go through the "
+    "gates again. Calls the run recorded outcomes for are never executed again; "
+    "approvals are not inherited — a gated call is asked again, with tokens bound to "
+    "the fork. The fork is yours; its usage starts at zero. The owner may fork their "
+    "own run; others need `deuz_django.fork_run`. A taken `runId` is 409.",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    request=ForkSerializer,
+    responses={
+        201: RunSerializer,
+        **errors(WRITE, {400: examples.BAD_FORK}),
+    },
+    examples=[
+        OpenApiExample(
+            "Ask differently",
+            value={"step": 0, "edit": {"message": "Email Bob instead."}},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Correct the agent",
+            value={
+                "step": 1,
+                "withTurn": True,
+                "edit": {"toolCallId": "e1", "input": {"to": "bob@example.com"}},
+            },
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Forked", value=examples.FORK, response_only=True, status_codes=[201]
         ),
     ],
 )

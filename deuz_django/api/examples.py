@@ -150,6 +150,8 @@ RUN = {
     "lastError": "",
     "busy": False,
     "pendingApprovals": [APPROVAL],
+    "forkedFrom": None,
+    "forks": [],
     "createdAt": "2026-01-05T10:00:00Z",
     "updatedAt": "2026-01-05T10:00:01Z",
     "url": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
@@ -161,4 +163,34 @@ LINK = {
     "detail": "Resumed: it continues on this server.",
     "resumeQueued": True,
     "statusUrl": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
+}
+
+
+FORK = {
+    **RUN,
+    "runId": "run-43",
+    "title": "Fork of Email the customer",
+    "status": "running",
+    "stepIndex": 1,
+    "usage": {},
+    "pendingApprovals": [],
+    "forkedFrom": {
+        "runId": "run-42",
+        "step": 1,
+        "withTurn": True,
+        "edit": {"toolCallId": "e1", "input": {"to": "bob@example.com"}},
+    },
+    "url": "http://127.0.0.1:8000/api/deuz/runs/run-43/",
+}
+
+
+BAD_FORK = {
+    "detail": "edit.toolCallId: the turn of step 1 has no call 'e9' (its calls: e1)",
+    "code": "invalid",
+    "errors": [
+        {
+            "field": "edit.toolCallId",
+            "message": "the turn of step 1 has no call 'e9' (its calls: e1)",
+        }
+    ],
 }

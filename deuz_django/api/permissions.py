@@ -36,3 +36,12 @@ class CanResumeRun(BasePermission):
 
     def has_object_permission(self, request: Any, view: Any, obj: Run) -> bool:
         return rules.can_resume_run(request.user, obj)
+
+
+class CanForkRun(BasePermission):
+    """The run's owner, or a user holding ``deuz_django.fork_run``."""
+
+    message = "You may not fork this run."
+
+    def has_object_permission(self, request: Any, view: Any, obj: Run) -> bool:
+        return rules.can_fork_run(request.user, obj)

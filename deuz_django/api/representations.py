@@ -24,6 +24,7 @@ from ..models import (
     RunMessage,
     RunStatus,
 )
+from .lineage import ForkLineage
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
@@ -236,8 +237,9 @@ class RunStopSerializer(serializers.Serializer[Any]):
     stoppedAt = serializers.DateTimeField(allow_null=True)
 
 
-class RunSerializer(serializers.ModelSerializer[Run]):
-    """A root run: its state, cumulative usage, and the approvals it waits for."""
+class RunSerializer(ForkLineage, serializers.ModelSerializer[Run]):
+    """A root run: its state, cumulative usage, the approvals it waits for, and its
+    lineage (the run it was forked from, the forks made of it)."""
 
     runId = serializers.CharField(source="run_id")
     owner = serializers.SerializerMethodField()
@@ -270,6 +272,8 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "busy",
             "stop",
             "pendingApprovals",
+            "forkedFrom",
+            "forks",
             "createdAt",
             "updatedAt",
             "url",

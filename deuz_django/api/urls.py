@@ -23,7 +23,7 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts and resume.",
+    "approvals, signed verdicts, resume and forks.",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
@@ -88,6 +88,7 @@ urlpatterns = [
     ),
     path("runs/<str:runId>/resume/", views.RunResumeView.as_view(), name="run-resume"),
     path("runs/<str:runId>/stop/", views.RunStopView.as_view(), name="run-stop"),
+    path("runs/<str:runId>/fork/", views.RunForkView.as_view(), name="run-fork"),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

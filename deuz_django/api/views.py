@@ -21,18 +21,25 @@ from rest_framework.response import Response
 
 from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet, RunStatus
 from ..runs.recovery import who_continues
-from ..services import enqueue_run, record_checked_verdicts, start_run, stop_run
+from ..services import (
+    enqueue_run,
+    fork_run,
+    record_checked_verdicts,
+    start_run,
+    stop_run,
+)
 from . import docs
 from .authentication import authentication_classes
 from .batches import check_batch, read_batch
 from .exceptions import exception_handler
 from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
-from .permissions import CanResumeRun, CanViewRun, IsActiveUser
+from .permissions import CanForkRun, CanResumeRun, CanViewRun, IsActiveUser
 from .renderers import DeuzJSONRenderer
 from .representations import ApprovalSerializer, MessageSerializer, RunSerializer
 from .serializers import (
     ApprovalFilterSerializer,
+    ForkSerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
@@ -82,6 +89,16 @@ class DeuzAPIView(generics.GenericAPIView[Any]):
     def visible_runs(self) -> QuerySet[Run]:
         return self._runs().for_user(self.request.user)
 
+    def created(self, run: Run) -> Response:
+        """201 with the new run, as the user sees it."""
+        run = self.visible_runs().get(pk=run.pk)
+        url = self.run_url(run.run_id)
+        return Response(
+            self.get_serializer(run).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": url},
+        )
+
     def get_run(self) -> Run:
         """The run named in the URL, if the user may see it (and pass the object checks)."""
         run = self._runs().visible(self.request.user, self.kwargs["runId"])
@@ -91,12 +108,13 @@ class DeuzAPIView(generics.GenericAPIView[Any]):
     @staticmethod
     def _runs() -> RunQuerySet:
         pending = Approval.objects.filter(status=ApprovalStatus.PENDING)
-        return Run.objects.select_related("owner").prefetch_related(
+        return Run.objects.select_related("owner", "forked_from").prefetch_related(
             Prefetch(
                 "approvals",
                 queryset=pending.select_related("run", "decided_by"),
                 to_attr="pending_rows",
-            )
+            ),
+            Prefetch("forks", queryset=Run.objects.order_by("created_at", "pk")),
         )
 
     def read(self, serializer_class: Any, data: Any) -> dict[str, Any]:
@@ -141,13 +159,7 @@ class RunListView(DeuzAPIView):
             title=data.get("title", ""),
         )
         enqueue_run(run.run_id)
-        run = self.visible_runs().get(pk=run.pk)
-        url = self.run_url(run.run_id)
-        return Response(
-            self.get_serializer(run).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": url},
-        )
+        return self.created(run)
 
 
 class RunDetailView(DeuzAPIView):
@@ -242,6 +254,27 @@ class RunResumeView(DeuzAPIView):
             deny_remaining=options["denyRemaining"],
         )
         return self.link(run, f"Resumed: {who_continues(continued)}.", queued=True)
+
+
+class RunForkView(DeuzAPIView):
+    """Fork a run at one of its steps: a new run, continued in the background."""
+
+    serializer_class = RunSerializer
+    permission_classes = [IsActiveUser, CanForkRun]
+
+    @docs.fork_run
+    def post(self, request: Request, runId: str) -> Response:
+        run = self.get_run()
+        options = self.read(ForkSerializer, request.data)
+        fork = fork_run(
+            run.run_id,
+            user=request.user,
+            step=options["step"],
+            edit=options["edit"],
+            with_turn=options["withTurn"],
+            fork_run_id=options.get("runId"),
+        )
+        return self.created(fork)
 
 
 class RunStopView(DeuzAPIView):

@@ -4,6 +4,7 @@ The hierarchy::
 
     DeuzError                     root of every error the core raises on purpose
     ├── InvalidInputError         a message, part or option failed validation (ValueError)
+    │   └── InvalidForkError      a fork point or edit that does not fit the run forked
     ├── ModelError                a model call failed
     │   ├── ModelHTTPError        the provider answered with an HTTP error status
     │   │   └── RateLimitError    ... 429
@@ -14,6 +15,7 @@ The hierarchy::
     ├── ProviderNotInstalledError the optional SDK for a provider is missing (ImportError)
     ├── CheckpointNotFoundError   resume of a run id the store does not know
     ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
+    ├── RunExistsError            a new run (a fork) under a run id that is taken
     ├── UnauthorizedExecution     a call was about to run on a decision that does not
     │                             authorize it (another call's, or one used already)
     ├── JournalFenced             (core.journal) a stale leg's append, refused
@@ -189,3 +191,25 @@ class UnauthorizedExecution(DeuzError):
     run; the step journal refused its start."""
 
     code = "unauthorized_execution"
+
+
+class InvalidForkError(InvalidInputError):
+    """A fork of a run at a step it does not have, or with an edit that does not fit
+    that step (:mod:`deuz_django.core.durable.forking`); :attr:`problem` names the
+    input at fault (``step``, ``withTurn``, ``edit.message``, ``edit.toolCallId``,
+    ``edit.input``)."""
+
+    code = "invalid_fork"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+
+
+class RunExistsError(DeuzError):
+    """A new run was to be written under a run id another run holds already."""
+
+    code = "run_exists"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"Run '{run_id}' already exists.")
+        self.run_id = run_id

@@ -1,5 +1,6 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-recover, sweep, prune), each with its own options; bad arguments exit with argparse's 2."""
+fork, recover, sweep, prune), each with its own options; bad arguments exit with
+argparse's 2."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def add_actions(parser: ArgumentParser) -> None:
     actions = parser.add_subparsers(
         dest="action", metavar="ACTION", required=True, parser_class=Parser
     )
-    for add in (_runs, _show, _resume, _stop, _recover, _sweep, _prune):
+    for add in (_runs, _show, _resume, _stop, _fork, _recover, _sweep, _prune):
         add(actions)
 
 
@@ -97,6 +98,51 @@ def _stop(actions: _SubParsersAction[Any]) -> None:
         "--operator",
         metavar="NAME",
         help="An operator stop (no user permission rules), recorded with NAME.",
+    )
+
+
+def _fork(actions: _SubParsersAction[Any]) -> None:
+    """``fork RUN --step N``: a new run from a step of another."""
+    fork = actions.add_parser(
+        "fork",
+        help="Fork a run at a step: a new run from the history that step answered, "
+        "continued in the background. Prints the new run's id.",
+    )
+    fork.add_argument("run_id")
+    fork.add_argument("--step", type=int, required=True, metavar="N")
+    fork.add_argument(
+        "--with-turn",
+        action="store_true",
+        help="Keep the step's model turn (its calls are asked for again) instead of "
+        "asking the model anew.",
+    )
+    edit = fork.add_mutually_exclusive_group()
+    edit.add_argument(
+        "--message",
+        metavar="TEXT",
+        help="The new text of the user message that started the step.",
+    )
+    edit.add_argument(
+        "--tool-call",
+        metavar="ID",
+        help="With --with-turn and --input: the call of the kept turn to change.",
+    )
+    fork.add_argument("--input", metavar="JSON", help="The call's new input, as JSON.")
+    fork.add_argument(
+        "--fork-run-id", metavar="ID", help="The fork's run id (default: a new one)."
+    )
+    forker = fork.add_mutually_exclusive_group(required=True)
+    forker.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USERNAME",
+        help="Fork as this user, with their permissions (the fork is theirs).",
+    )
+    forker.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="An operator fork (no user permission rules); the fork stays the "
+        "parent owner's.",
     )
 
 

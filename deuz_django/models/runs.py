@@ -141,6 +141,14 @@ class Run(models.Model):
     )
     stop_operator = models.CharField(max_length=150, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # A fork (deuz_django.runs.forking): the run and step it was forked from, whether it
+    # kept that step's model turn, and the edit it made there (the API's JSON form).
+    forked_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    forked_at_step = models.PositiveIntegerField(null=True, blank=True)
+    forked_with_turn = models.BooleanField(default=False)
+    fork_edit = models.JSONField(null=True, blank=True)
     # The digest of the agent's tool definitions when the run last suspended
     # (deuz_django.approvals.tool_versions): a deploy that changed them since shows on the run.
     tools_fingerprint = models.CharField(max_length=64, blank=True)
@@ -158,6 +166,7 @@ class Run(models.Model):
             ("decide_approval", "Can decide approvals on other users' runs"),
             ("resume_run", "Can resume other users' runs"),
             ("stop_run", "Can stop other users' runs"),
+            ("fork_run", "Can fork other users' runs"),
         ]
         # The dashboard's day-by-day aggregates over root runs (deuz_django.dashboard).
         indexes = [

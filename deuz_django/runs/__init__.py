@@ -9,7 +9,8 @@
   is stored in queues and stays);
 - :mod:`.recovery` (the sweeper; ``recover_runs_task`` for a scheduler of your own),
   :mod:`.draining` (SIGTERM), :mod:`.stopping` (a person's stop), :mod:`.limits`
-  (run-wide budgets), :mod:`.threads`, :mod:`.transcript`.
+  (run-wide budgets), :mod:`.forking` (a new run from a step of another),
+  :mod:`.threads`, :mod:`.transcript`.
 
 Your code calls :mod:`deuz_django.services`, which re-exports the continuing verbs.
 """

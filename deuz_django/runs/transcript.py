@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.durable import child_run_id_prefix
@@ -54,6 +54,7 @@ class Entry:
     kind: str  # text | reasoning | image | tool-call | tool-result | tool-error
     text: str
     label: str = ""
+    message_index: int = 0  # the position of its message in the history
 
     @property
     def line_count(self) -> int:
@@ -71,41 +72,46 @@ class Entry:
 
 
 def transcript(messages: Iterable[Message]) -> Iterator[Entry]:
-    names: dict[str, str] = {}
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, TextPart):
-                yield Entry(message.role, "text", part.text)
-            elif isinstance(part, ReasoningPart):
-                yield Entry(
-                    message.role,
-                    "reasoning",
-                    "(encrypted)" if part.encrypted else part.text,
-                )
-            elif isinstance(part, ImagePart):
-                size = (
-                    f"{len(part.image)} bytes"
-                    if isinstance(part.image, bytes)
-                    else part.image[:60]
-                )
-                yield Entry(
-                    message.role, "image", f"[image {part.media_type or ''} {size}]"
-                )
-            elif isinstance(part, ToolUsePart):
-                names[part.id] = part.name
-                yield Entry(
-                    message.role,
-                    "tool-call",
-                    pretty(part.input),
-                    f"{part.name} ({part.id})",
-                )
-            elif isinstance(part, ToolResultPart):
-                kind = "tool-error" if part.is_error else "tool-result"
-                result = (
-                    part.result if isinstance(part.result, str) else pretty(part.result)
-                )
-                label = f"{names.get(part.tool_use_id, '?')} ({part.tool_use_id})"
-                yield Entry(message.role, kind, result, label)
+    names: dict[str, str] = {}  # tool call id: tool name, for the results' labels
+    for index, message in enumerate(messages):
+        for entry in _entries(message, names):
+            yield replace(entry, message_index=index)
+
+
+def _entries(message: Message, names: dict[str, str]) -> Iterator[Entry]:
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            yield Entry(message.role, "text", part.text)
+        elif isinstance(part, ReasoningPart):
+            yield Entry(
+                message.role,
+                "reasoning",
+                "(encrypted)" if part.encrypted else part.text,
+            )
+        elif isinstance(part, ImagePart):
+            size = (
+                f"{len(part.image)} bytes"
+                if isinstance(part.image, bytes)
+                else part.image[:60]
+            )
+            yield Entry(
+                message.role, "image", f"[image {part.media_type or ''} {size}]"
+            )
+        elif isinstance(part, ToolUsePart):
+            names[part.id] = part.name
+            yield Entry(
+                message.role,
+                "tool-call",
+                pretty(part.input),
+                f"{part.name} ({part.id})",
+            )
+        elif isinstance(part, ToolResultPart):
+            kind = "tool-error" if part.is_error else "tool-result"
+            result = (
+                part.result if isinstance(part.result, str) else pretty(part.result)
+            )
+            label = f"{names.get(part.tool_use_id, '?')} ({part.tool_use_id})"
+            yield Entry(message.role, kind, result, label)
 
 
 def transcript_lines(entries: Iterable[Entry]) -> Iterator[str]:

@@ -17,7 +17,7 @@ starts and outcomes are recorded: they say what really happened).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
@@ -219,20 +219,7 @@ class DjangoStepJournal:
     def _loaded(self, run_id: str, step: RunStep) -> JournalStep:
         self._runs[run_id] = step.run_id
         self._steps[(run_id, step.step_index)] = step.pk
-        calls = {
-            call.tool_call_id: CallRecord(
-                call.tool_call_id,
-                call.finished,
-                decode_json(call.result) if call.finished else None,
-                call.is_error,
-                None if call.decision_id is None else str(call.decision_id),
-            )
-            for call in RunCall.objects.filter(step_id=step.pk)
-        }
-        message = Message.from_json(
-            decode_json(step.message), path=f"{run_id}.journal[{step.step_index}]"
-        )
-        return JournalStep(step.step_index, step.basis, message, calls)
+        return journal_step(run_id, step, RunCall.objects.filter(step_id=step.pk))
 
     def _run_pk(self, run_id: str) -> int:
         pk = self._runs.get(run_id)
@@ -355,6 +342,24 @@ def authorization_problem(
     if approved != authorization.input_digest:
         return "the input about to run is not the input it approved"
     return None
+
+
+def journal_step(run_id: str, step: RunStep, calls: Iterable[RunCall]) -> JournalStep:
+    """A journaled step of ``run_id`` as the core reads it, from its rows."""
+    records = {
+        call.tool_call_id: CallRecord(
+            call.tool_call_id,
+            call.finished,
+            decode_json(call.result) if call.finished else None,
+            call.is_error,
+            None if call.decision_id is None else str(call.decision_id),
+        )
+        for call in calls
+    }
+    message = Message.from_json(
+        decode_json(step.message), path=f"{run_id}.journal[{step.step_index}]"
+    )
+    return JournalStep(step.step_index, step.basis, message, records)
 
 
 def _stored_run_pk(run_id: str) -> int | None:

@@ -27,31 +27,29 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import Q
-from django.utils import timezone
 
-from ..core import Message
-from ..core.approvals import ToolApprovalRequest
+from ..core import Message, Tool
 from ..core.durable import (
     AgentCheckpoint,
+    ForkEdit,
     child_run_id_prefix,
     is_child_run_id,
     parent_run_id,
 )
-from ..core.durable.codec import decode_json, encode_json
-from ..core.usage import Usage
 from ..exceptions import LeaseLost, RunNotFound
 from ..models import Run, RunMessage
+from . import forking
 from . import writes as boundary_write
+from .checkpoints import checkpoint_columns, stored_checkpoint
 from .db import bounded_atomic, once_more_if_broken
 from .history import (
     common_prefix,
-    decode_message,
     insert_messages,
     message_rows,
     stored_prefix,
@@ -60,8 +58,10 @@ from .leases import Lease
 from .step_journal import DjangoStepJournal
 
 # isort: split
-# The 0.1 names of this module that moved to .history (deuz_django.store is this module).
-from .history import digest, encode_message  # noqa: F401
+# The 0.1 names of this module that moved to .history and .checkpoints
+# (deuz_django.store is this module).
+from .checkpoints import checkpoint_of  # noqa: F401
+from .history import decode_message, digest, encode_message  # noqa: F401
 
 _REMEMBERED_RUNS = 1000
 
@@ -82,6 +82,7 @@ class DjangoSessionStore:
 
     ``save``/``load``/``delete``/``list`` are sync; ``asave``/``aload``/``adelete``/``alist``
     their async twins (the loop calls those, so the ORM never blocks the event loop).
+    ``fork``/``afork`` fork a run (a :class:`~deuz_django.core.durable.ForkingStore`).
 
     A root run's suspended checkpoint calls ``on_suspended(run_pk, checkpoint)`` inside
     its save's transaction: what the suspension asks of people is bookkeeping above
@@ -119,7 +120,7 @@ class DjangoSessionStore:
         if remembered is not None and self._appends(remembered, checkpoint):
             if boundary_write.append(
                 remembered.pk,
-                _run_values(checkpoint),
+                checkpoint_columns(checkpoint),
                 message_count=len(remembered.messages),
                 step_index=remembered.step_index,
                 status=remembered.status,
@@ -156,7 +157,7 @@ class DjangoSessionStore:
         ``IntegrityError`` when the run id is taken."""
         with bounded_atomic():
             run = Run.objects.create(
-                run_id=checkpoint.run_id, **columns, **_run_values(checkpoint)
+                run_id=checkpoint.run_id, **columns, **checkpoint_columns(checkpoint)
             )
             insert_messages(run.pk, checkpoint.messages, 0)
         self._remember(checkpoint.run_id, run.pk, checkpoint)
@@ -169,15 +170,9 @@ class DjangoSessionStore:
         run, self._read_row = self._read_row, None
         if run is None or run.run_id != run_id:
             run = Run.objects.named(run_id).first()
-        if run is None or run.message_count == 0:
-            return None
-        rows = RunMessage.objects.filter(run_id=run.pk).order_by("index")
-        messages = tuple(
-            decode_message(data, f"{run_id}.messages[{index}]")
-            for index, data in rows.values_list("index", "data")
-        )
-        checkpoint = checkpoint_of(run, messages)
-        self._remember(run_id, run.pk, checkpoint)
+        checkpoint = None if run is None else stored_checkpoint(run)
+        if run is not None and checkpoint is not None:
+            self._remember(run_id, run.pk, checkpoint)
         return checkpoint
 
     def delete(self, run_id: str) -> None:
@@ -194,6 +189,31 @@ class DjangoSessionStore:
         return list(
             Run.objects.order_by("created_at", "pk").values_list("run_id", flat=True)
         )
+
+    def fork(
+        self,
+        parent_run_id: str,
+        *,
+        step_index: int,
+        run_id: str,
+        edit: ForkEdit | None = None,
+        with_turn: bool = False,
+        tools: Mapping[str, Tool] | None = None,
+        **columns: Any,
+    ) -> AgentCheckpoint:
+        """Fork ``parent_run_id`` at ``step_index`` into the new run ``run_id``, in one
+        transaction (:mod:`.forking`): a :class:`~deuz_django.core.durable.ForkingStore`.
+        ``columns`` set more of the fork's row (its ``owner``)."""
+        forked = forking.fork(
+            parent_run_id,
+            step_index=step_index,
+            run_id=run_id,
+            edit=edit,
+            with_turn=with_turn,
+            tools=tools,
+            columns=columns,
+        )
+        return forked
 
     async def asave(self, checkpoint: AgentCheckpoint) -> None:
         """:meth:`save`, telling the leg how it went: ``on_saved`` after a boundary is
@@ -212,6 +232,27 @@ class DjangoSessionStore:
 
     async def aload(self, run_id: str) -> AgentCheckpoint | None:
         return await sync_to_async(self.load)(run_id)
+
+    async def afork(
+        self,
+        parent_run_id: str,
+        *,
+        step_index: int,
+        run_id: str,
+        edit: ForkEdit | None = None,
+        with_turn: bool = False,
+        tools: Mapping[str, Tool] | None = None,
+        **columns: Any,
+    ) -> AgentCheckpoint:
+        return await sync_to_async(self.fork)(
+            parent_run_id,
+            step_index=step_index,
+            run_id=run_id,
+            edit=edit,
+            with_turn=with_turn,
+            tools=tools,
+            **columns,
+        )
 
     async def adelete(self, run_id: str) -> None:
         await sync_to_async(self.delete)(run_id)
@@ -273,7 +314,7 @@ class DjangoSessionStore:
                     return False
             else:
                 rows = rows.held_by(lease)
-        return rows.update(**_run_values(checkpoint)) == 1
+        return rows.update(**checkpoint_columns(checkpoint)) == 1
 
     @staticmethod
     def _appends(remembered: _Remembered, checkpoint: AgentCheckpoint) -> bool:
@@ -310,48 +351,3 @@ class DjangoSessionStore:
             self._remembered.move_to_end(run_id)
             while len(self._remembered) > _REMEMBERED_RUNS:
                 self._remembered.popitem(last=False)
-
-
-def checkpoint_of(run: Run, messages: tuple[Message, ...]) -> AgentCheckpoint:
-    """The checkpoint a run row and its history stand for."""
-    pending = (
-        tuple(
-            ToolApprovalRequest.from_json(item)
-            for item in decode_json(run.pending_approvals)
-        )
-        if run.pending_approvals
-        else None
-    )
-    created_at = run.checkpoint_created_at
-    return AgentCheckpoint(
-        run_id=run.run_id,
-        step_id=f"{run.run_id}#{run.step_index}",
-        step_index=run.step_index,
-        status=run.status,  # type: ignore[arg-type]
-        messages=messages,
-        usage=Usage.from_json(run.usage or {}),
-        pending_approvals=pending,
-        agent_path=tuple(run.agent_path) if run.agent_path else None,
-        created_at=int(created_at) if created_at.is_integer() else created_at,
-    )
-
-
-def _run_values(checkpoint: AgentCheckpoint) -> dict[str, Any]:
-    """The run row's columns a save writes."""
-    pending = checkpoint.pending_approvals or ()
-    return {
-        "status": checkpoint.status,
-        "step_index": checkpoint.step_index,
-        "usage": checkpoint.usage.to_json(),
-        "pending_approvals": encode_json([r.to_json() for r in pending])
-        if pending
-        else "",
-        "agent_path": list(checkpoint.agent_path) if checkpoint.agent_path else None,
-        "checkpoint_created_at": checkpoint.created_at,
-        "message_count": len(checkpoint.messages),
-        "last_error": "",
-        # A boundary reached is progress: recovery counts attempts since one.
-        "recovery_attempts": 0,
-        "recover_after": None,
-        "updated_at": timezone.now(),
-    }

@@ -10,6 +10,8 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
      "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow", "answer"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
     {"type": "stop", "runId": "…", "reason": "…"}   # stop the run for good, anywhere
+    {"type": "fork", "runId": "…", "step": 2, "withTurn": false,   # a new run from step 2
+     "edit": {"message": "…"} | {"toolCallId": "…", "input": {…}}}  # optional "forkRunId"
 
 Server → client::
 
@@ -19,6 +21,7 @@ Server → client::
     {"type": "approval-recorded", "runId": "…", "approvalId": "…", "status": "approved",
      "resuming": true}
     {"type": "stop-requested", "runId": "…", "status": "stopped"}  # or still "running"
+    {"type": "forked", "runId": "…", "forkRunId": "…", "status": "running"}  # subscribe
     {"type": "error", "code": "…", "message": "…"}                 # the socket stays open
 
 A run never depends on the socket: its leg runs in a task holding the run's lease and
@@ -41,7 +44,7 @@ from ..exceptions import NotPermitted
 from ..models import Approval, Run
 from ..permissions import can_resume_run, is_signed_in
 from ..runs.continuing import acontinue_quietly
-from ..services import arecord_verdicts, astart_run, astop_run
+from ..services import afork_run, arecord_verdicts, astart_run, astop_run
 from . import frames, live
 from .following import Unavailable, follow
 from .frames import FrameError
@@ -195,6 +198,24 @@ class RunConsumer(AsyncWebsocketConsumer):
         run = await astop_run(frame["runId"], user=self.user, reason=frame["reason"])
         await self._send(type="stop-requested", runId=run.run_id, status=run.status)
 
+    async def handle_fork(self, frame: dict[str, Any]) -> None:
+        """Fork the run at a step (``POST runs/<id>/fork/``): ``forked`` names the new
+        run, which continues in the background; subscribe to follow it."""
+        fork = await afork_run(
+            frame["runId"],
+            user=self.user,
+            step=frame["step"],
+            edit=frame["edit"],
+            with_turn=frame["withTurn"],
+            fork_run_id=frame.get("forkRunId"),
+        )
+        await self._send(
+            type="forked",
+            runId=frame["runId"],
+            forkRunId=fork.run_id,
+            status=fork.status,
+        )
+
     HANDLERS = {
         "start": handle_start,
         "subscribe": handle_subscribe,
@@ -202,6 +223,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         "approval-response": handle_approval_response,
         "cancel": handle_cancel,
         "stop": handle_stop,
+        "fork": handle_fork,
     }
 
     # -- following a run --------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The WebSocket's client frames, read with the REST API's own serializers and JSON rules.
 
 One input vocabulary: a ``start`` frame is what ``POST runs/`` takes, an
-``approval-response`` is one verdict of ``POST runs/<id>/verdicts/``, and every run id
+``approval-response`` is one verdict of ``POST runs/<id>/verdicts/``, a ``fork`` is
+``POST runs/<id>/fork/``'s body, and every run id
 follows the API's rule. A frame the serializers refuse is a :class:`FrameError` whose
 message names the field as the API's error items do; service errors become the same
 codes and messages as over REST (:func:`service_error`).
@@ -17,6 +18,7 @@ from rest_framework import exceptions, serializers
 from ..api.exceptions import DeuzAPIException, error_item, field_problems, translate
 from ..api.parsers import loads
 from ..api.serializers import (
+    ForkSerializer,
     RunIdField,
     StartRunSerializer,
     StopSerializer,
@@ -56,6 +58,15 @@ class StopFrame(StopSerializer):
     runId = RunIdField()
 
 
+class ForkFrame(ForkSerializer):
+    """``fork``: ``POST runs/<id>/fork/``'s body, the run to fork named as in every
+    frame (``runId``) and the fork's own id, when the client chooses it, as
+    ``forkRunId``."""
+
+    runId = RunIdField()
+    forkRunId = RunIdField(required=False)
+
+
 FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "start": StartRunSerializer,
     "subscribe": SubscribeFrame,
@@ -63,6 +74,7 @@ FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "approval-response": ApprovalResponseFrame,
     "cancel": RunFrame,
     "stop": StopFrame,
+    "fork": ForkFrame,
 }
 
 

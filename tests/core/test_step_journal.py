@@ -171,6 +171,31 @@ async def test_a_recorded_turn_is_reused_without_a_second_model_call() -> None:
     assert result.text == "Refunded."
 
 
+async def test_a_final_answer_is_journaled_and_reused_when_its_save_failed() -> None:
+    """Every step is in the journal (a fork point), the last one too: a leg whose
+    completed checkpoint was not saved ends on the recorded answer, no model call."""
+    shop = Shop()
+    await generate_text(
+        prompt="Refund.", session=DurableSession(shop.store, RUN), **shop.options()
+    )
+    final = shop.journal.load_step(RUN, 1)
+    assert final is not None
+    assert (final.message.text, dict(final.calls)) == ("Refunded.", {})
+    checkpoint = shop.store.load(RUN)
+    assert checkpoint is not None
+    shop.store.save(
+        replace(
+            checkpoint,
+            step_index=1,
+            status="running",
+            messages=checkpoint.messages[:-1],
+        )
+    )
+    calls = shop.model_calls
+    result = await shop.resume()
+    assert (result.text, shop.model_calls) == ("Refunded.", calls)
+
+
 async def test_a_call_with_a_recorded_outcome_is_never_executed_again() -> None:
     shop = Shop()
     shop.tools.reverse()  # refund first, then the lookup that crashes

@@ -247,3 +247,26 @@ reconciling = AgentSpec(
     ),
     tools=[transfer],
 )
+
+
+def _forkable(request: ModelRequest) -> ScriptedReply:
+    """Step 0 echoes what the user asked (so a fork's new question shows in the
+    effects); step 1 emails Ann (gated) and echoes; step 2 echoes; then it answers."""
+    asked = next(m.text for m in reversed(request.messages) if m.role == "user")
+    turns = sum(1 for m in request.messages if m.role == "assistant")
+    steps = [
+        reply(tool_calls=[("f1", "echo", {"text": asked})], usage=(10, 5)),
+        reply(
+            tool_calls=[
+                ("f2", "send_email", {"to": "ann@example.com"}),
+                ("f3", "echo", {"text": "two"}),
+            ],
+            usage=(10, 5),
+        ),
+        reply(tool_calls=[("f4", "echo", {"text": "three"})], usage=(10, 5)),
+        reply(text=f"Done: {asked}", usage=(10, 5)),
+    ]
+    return steps[min(turns, len(steps) - 1)]
+
+
+forkable = AgentSpec(model=FunctionModel(_forkable), tools=[echo, send_email])

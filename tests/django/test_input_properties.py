@@ -54,6 +54,10 @@ FIELDS = [
     "verdicts",
     "resume",
     "denyRemaining",
+    "step",
+    "withTurn",
+    "edit",
+    "forkRunId",
 ]
 
 
@@ -91,7 +95,7 @@ def no_approval_without_a_token() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/"])
+@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/", "fork/"])
 @EXAMPLES
 @given(data=st.data())
 def test_no_rest_body_yields_a_server_error(
@@ -106,6 +110,9 @@ def test_no_rest_body_yields_a_server_error(
                 "approvalId": "e1",
                 "approved": True,
                 "text": "hi",
+                "step": 0,
+                "withTurn": True,
+                "edit": {"toolCallId": "e1", "input": {"to": "bob@example.com"}},
             }
         )
     )
@@ -120,7 +127,15 @@ def test_no_rest_body_yields_a_server_error(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     "frame_type",
-    ["start", "subscribe", "unsubscribe", "approval-response", "cancel", "other"],
+    [
+        "start",
+        "subscribe",
+        "unsubscribe",
+        "approval-response",
+        "cancel",
+        "fork",
+        "other",
+    ],
 )
 @EXAMPLES
 @given(data=st.data())
@@ -131,9 +146,10 @@ def test_no_frame_closes_the_socket(
     fields = data.draw(
         bodies(
             {
-                # Never a registered agent: a started leg would outlive the example.
+                # Never a registered agent, nor a run a fork frame may fork: a started
+                # leg would outlive the example.
                 "agent": "unregistered",
-                "runId": run.run_id,
+                "runId": "no-such-run" if frame_type == "fork" else run.run_id,
                 "approvalId": "e1",
                 "approved": True,
             }

@@ -166,13 +166,14 @@ class LoopRun(LegBoundaries):
         calls = turn.tool_calls()
         assistant = recorded.message if recorded else turn.assistant_message(calls)
         self.leg.append(assistant)
+        # Every turn is journaled, a final answer too: each step is a fork point.
+        recorder = await self._step_recorder(recorded, step_index, basis, assistant)
         if not calls:
             # R3.6/R3.7: no tool_use parts means a natural completion, whatever the reason.
             self.leg.record(turn, calls, (), (assistant,))
             async for part in self._end("completed"):
                 yield part
             return
-        recorder = await self._step_recorder(recorded, step_index, basis, assistant)
         async for part in self._tool_phase(turn, calls, assistant, model, recorder):
             yield part
 

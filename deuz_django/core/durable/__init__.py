@@ -4,15 +4,28 @@
 >>> result = await generate_text(..., session=DurableSession(store=store, run_id="run-42"))
 >>> resumed = await resume_from_checkpoint(store, "run-42", model=model, tools=tools,
 ...     approval_responses=[{"approval_id": "toolu_abc", "approved": True, "token": token}])
+>>> forked = await fork_from_checkpoint(store, "run-42", step_index=1,
+...     edit=ForkEdit(message="Ask it differently."))
 """
 
 from ..exceptions import (
     CheckpointNotFoundError,
+    InvalidForkError,
     RunCompletedError,
+    RunExistsError,
     UnauthorizedExecution,
 )
 from .checkpoint import CHECKPOINT_VERSION, AgentCheckpoint, CheckpointStatus
 from .codec import deserialize_checkpoint, serialize_checkpoint
+from .forking import (
+    ForkEdit,
+    ForkedRun,
+    ForkingStore,
+    ForkSource,
+    fork_from_checkpoint,
+    plan_fork,
+)
+from .memory import InMemorySessionStore, create_in_memory_session_store
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
 from .run_ids import (
     child_run_id,
@@ -21,12 +34,7 @@ from .run_ids import (
     parent_run_id,
     root_run_id,
 )
-from .session import (
-    DurableSession,
-    InMemorySessionStore,
-    SessionStore,
-    create_in_memory_session_store,
-)
+from .session import DurableSession, SessionStore
 from .signer import ApprovalSigner, TokenProblem, create_approval_signer, token_problem
 from .step_journal import (
     Authorization,
@@ -45,10 +53,16 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointStatus",
     "DurableSession",
+    "ForkEdit",
+    "ForkSource",
+    "ForkedRun",
+    "ForkingStore",
     "InMemorySessionStore",
     "InMemoryStepJournal",
+    "InvalidForkError",
     "JournalStep",
     "RunCompletedError",
+    "RunExistsError",
     "SessionStore",
     "StepJournal",
     "TokenProblem",
@@ -58,8 +72,10 @@ __all__ = [
     "create_approval_signer",
     "create_in_memory_session_store",
     "deserialize_checkpoint",
+    "fork_from_checkpoint",
     "is_child_run_id",
     "parent_run_id",
+    "plan_fork",
     "resume_from_checkpoint",
     "resume_stream_from_checkpoint",
     "root_run_id",

@@ -1,4 +1,5 @@
-"""The storage seam: ``SessionStore``, ``DurableSession`` and the in-memory reference store."""
+"""The storage seam: ``SessionStore`` and ``DurableSession`` (the in-memory reference
+store is :mod:`.memory`'s)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .checkpoint import AgentCheckpoint
-from .step_journal import StepJournal
 
 
 @runtime_checkable
@@ -33,28 +33,3 @@ class DurableSession:
 
     store: SessionStore
     run_id: str | None = None
-
-
-class InMemorySessionStore:
-    """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5); with a
-    ``step_journal``, what each step did between checkpoints too."""
-
-    def __init__(self, *, step_journal: StepJournal | None = None) -> None:
-        self._checkpoints: dict[str, AgentCheckpoint] = {}
-        self.step_journal = step_journal
-
-    def save(self, checkpoint: AgentCheckpoint) -> None:
-        self._checkpoints[checkpoint.run_id] = checkpoint
-
-    def load(self, run_id: str) -> AgentCheckpoint | None:
-        return self._checkpoints.get(run_id)
-
-    def delete(self, run_id: str) -> None:
-        self._checkpoints.pop(run_id, None)
-
-    def list(self) -> list[str]:
-        return list(self._checkpoints)
-
-
-def create_in_memory_session_store() -> InMemorySessionStore:
-    return InMemorySessionStore()

@@ -3,8 +3,9 @@
 A checkpoint is saved at step boundaries; a leg that dies inside a step used to redo the
 whole step — call the model again and run every tool again. The journal closes that gap.
 When a step's model turn is complete, the loop records it (the assistant message with its
-tool calls) *before* any tool runs; it records each call's start just before it executes
-and its outcome as soon as it has one. Resuming the step then follows three rules:
+tool calls, or the final answer) *before* any tool runs; it records each call's start
+just before it executes and its outcome as soon as it has one. Resuming the step then
+follows three rules:
 
 - a recorded turn is reused: no second model call, the same tool-call ids;
 - a call with a recorded outcome is never executed again: its recorded result is used;
@@ -187,6 +188,11 @@ class InMemoryStepJournal:
     def latest_step(self, run_id: str) -> JournalStep | None:
         steps = self._steps.get(run_id)
         return steps[max(steps)] if steps else None
+
+    def load_steps(self, run_id: str) -> tuple[JournalStep, ...]:
+        """Every step recorded for the run, in step order (what a fork copies)."""
+        steps = self._steps.get(run_id, {})
+        return tuple(steps[index] for index in sorted(steps))
 
     def forget_start(self, run_id: str, step_index: int, tool_call_id: str) -> None:
         """Drop a call's record, so the call runs as if it never started ("run it

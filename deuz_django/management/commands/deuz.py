@@ -1,10 +1,12 @@
-"""``manage.py deuz``: list, show, resume, stop, recover, sweep and prune durable runs.
+"""``manage.py deuz``: list, show, resume, stop, fork, recover, sweep and prune durable runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
     deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
                        [--as USERNAME | --operator NAME]
     deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
+    deuz fork RUN_ID --step N [--with-turn] [--message TEXT | --tool-call ID --input JSON]
+                     [--fork-run-id ID] (--as USERNAME | --operator NAME)
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -19,7 +21,8 @@ reader closes the pipe (``deuz runs | head``).
 
 Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / unknown or its
 leg failed, 2 bad arguments (also under ``call_command``: ``CommandError.returncode``),
-3 a verdict the decider may not give or a run they may not stop (nothing is recorded).
+3 a verdict the decider may not give or a run they may not stop or fork (nothing is
+recorded). ``fork`` prints the new run's id alone, for scripts.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ...models import Approval, Run, RunStatus
 from ...runs import recovery
 from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
+from .. import forking
 from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
 from ..output import (
@@ -309,6 +313,9 @@ class Command(BaseCommand):
                 f"Run {run_id}: stopping — a leg holds it and stops before its next "
                 "model call or tool execution"
             )
+
+    def handle_fork(self, **options: Any) -> None:
+        self.stdout.write(forking.fork(**options).run_id)
 
     def handle_recover(
         self, *, older_than: float, dry_run: bool, **options: Any
