@@ -44,7 +44,7 @@ from ..core.durable import (
     parent_run_id,
 )
 from ..core.durable.codec import decode_json, encode_json
-from ..core.usage import Usage
+from ..core.usage import EMPTY_USAGE, Usage
 from ..exceptions import LeaseLost, RunNotFound
 from ..models import Run, RunMessage
 from . import writes as boundary_write
@@ -161,6 +161,22 @@ class DjangoSessionStore:
             insert_messages(run.pk, checkpoint.messages, 0)
         self._remember(checkpoint.run_id, run.pk, checkpoint)
         return run
+
+    def start(self, run_id: str, history: tuple[Message, ...], **columns: Any) -> Run:
+        """A new run whose first checkpoint is its input (step 0, ``running``), so a
+        process that dies before the first step boundary leaves a run recovery drives."""
+        return self.create(
+            AgentCheckpoint(
+                run_id=run_id,
+                step_id=f"{run_id}#0",
+                step_index=0,
+                status="running",
+                messages=history,
+                usage=EMPTY_USAGE,
+                created_at=int(timezone.now().timestamp() * 1000),
+            ),
+            **columns,
+        )
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         """The run's checkpoint; ``None`` for a row without one yet — the step journal
