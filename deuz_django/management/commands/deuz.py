@@ -1,10 +1,11 @@
-"""``manage.py deuz``: list, show, resume, stop, recover, sweep and prune durable runs.
+"""``manage.py deuz``: list, show, resume, stop, replay, recover, sweep and prune runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
     deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
                        [--as USERNAME | --operator NAME]
     deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
+    deuz replay RUN_ID [--agent NAME] [--system TEXT] (--as USERNAME | --operator NAME)
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -17,9 +18,10 @@ recorded as such, with NAME, in the audit trail.
 ``runs --json`` prints one JSON object per line (JSON Lines). Output ends quietly when the
 reader closes the pipe (``deuz runs | head``).
 
-Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / unknown or its
-leg failed, 2 bad arguments (also under ``call_command``: ``CommandError.returncode``),
-3 a verdict the decider may not give or a run they may not stop (nothing is recorded).
+Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / not replayable
+/ unknown or its leg failed, 2 bad arguments (also under ``call_command``:
+``CommandError.returncode``), 3 a verdict the decider may not give or a run they may not
+stop or replay (nothing is recorded).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from ... import services
@@ -66,6 +68,7 @@ from ..output import (
     table,
     when,
 )
+from ..replaying import ReplayAction
 
 NO_DECIDER = (
     "A verdict needs a decider: --as USERNAME (decided with that user's permissions) "
@@ -73,7 +76,7 @@ NO_DECIDER = (
 )
 
 
-class Command(BaseCommand):
+class Command(ReplayAction):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(
