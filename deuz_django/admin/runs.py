@@ -1,7 +1,8 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
 its transcript (sub-agents included), its pending approvals with Approve/Deny buttons (for
-a call a crash left in doubt: it happened, run it again, mark it failed), and its decision
-history. Runs are never edited by hand: every write goes through the service.
+a call a crash left in doubt: it happened, run it again, mark it failed), its decision
+history, and its replays (:mod:`.replays`). Runs are never edited by hand: every write
+goes through the service.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ..runs.transcript import pretty, sections
 from . import display
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
+from .replays import ReplayAdminMixin, replay_context
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -146,7 +148,7 @@ def pending_rows(user: Person | None, run: Run) -> list[PendingRow]:
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
+class RunAdmin(ReplayAdminMixin, ReadOnlyAdmin):
     list_display = (
         "run",
         "agent",
@@ -287,6 +289,7 @@ class RunAdmin(ReadOnlyAdmin):
         context = dict(extra_context or {})
         if run is not None:
             context.update(
+                **replay_context(request.user, run),
                 sections=sections(run),
                 pending_rows=pending_rows(request.user, run),
                 answers=ANSWERS,
@@ -326,7 +329,7 @@ class RunAdmin(ReadOnlyAdmin):
             self.admin_site.admin_view(self.stop_view),
             name="deuz_django_run_stop",
         )
-        return [stop, *super().get_urls()]
+        return [stop, *self.replay_urls(), *super().get_urls()]
 
     def stop_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Stop the run (POST; the reason from the form): at once, or at the next fence
