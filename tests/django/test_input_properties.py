@@ -54,6 +54,7 @@ FIELDS = [
     "verdicts",
     "resume",
     "denyRemaining",
+    "system",
 ]
 
 
@@ -91,7 +92,7 @@ def no_approval_without_a_token() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/"])
+@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/", "replay/"])
 @EXAMPLES
 @given(data=st.data())
 def test_no_rest_body_yields_a_server_error(

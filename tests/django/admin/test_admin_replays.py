@@ -4,6 +4,7 @@ between a run and its replays, and the page that shows them side by side."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -27,6 +28,11 @@ def signed_in(user: User) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+def page_text(response: Any) -> str:
+    """The page's words, without its markup or line breaks."""
+    return " ".join(strip_tags(response.content.decode()).split())
 
 
 def replay_url(run: Run) -> str:
@@ -71,7 +77,7 @@ def test_a_run_and_its_replays_link_to_their_comparison(
     original_page = boss.get(run_url(original)).content.decode()
     assert "Replays of this run" in original_page
     assert comparison_url(replay) in original_page
-    replay_page = strip_tags(boss.get(run_url(replay)).content.decode())
+    replay_page = page_text(boss.get(run_url(replay)))
     assert f"A replay of {original.run_id}" in replay_page
     assert "Compare with the original" in replay_page
 
@@ -84,7 +90,7 @@ def test_the_comparison_page_shows_both_transcripts_and_where_they_differ(
         comparison_url(replay)
     )
     assert response.status_code == 200
-    text = " ".join(strip_tags(response.content.decode()).split())
+    text = page_text(response)
     assert "They first differ at step 1." in text
     assert "Mailed Ann." in text
     assert "Mailed Ann, briefly." in text
@@ -97,7 +103,7 @@ def test_a_diverged_replay_shows_the_call_it_stopped_on_unexecuted(
 ) -> None:
     replay = replayed(finished(ann), ann, agent="diverging")
     page = signed_in(make_user("boss", *VIEWER, staff=True)).get(comparison_url(replay))
-    text = " ".join(strip_tags(page.content.decode()).split())
+    text = page_text(page)
     assert "Stopped by the system: The replayed model asked for send_email(" in text
     assert "Not executed: no result." in text
     assert "only here" in text

@@ -4,32 +4,18 @@ nothing is written."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from deuz_django.models import Run, RunStatus
 from deuz_django.runs.continuing import join_handed_off
+from tests.django.management.test_command import deuz, fails
 from tests.django.replay_support import finished
 from tests.django.run_support import suspended
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def deuz(*args: str) -> str:
-    out = io.StringIO()
-    call_command("deuz", *args, stdout=out)
-    return out.getvalue()
-
-
-def refused(*args: str) -> CommandError:
-    with pytest.raises(CommandError) as error:
-        deuz(*args)
-    return error.value
 
 
 def test_a_replay_prints_its_run_id_and_executes_no_tool(
@@ -69,9 +55,9 @@ def test_an_operator_replays_any_run_and_is_recorded(ann: User) -> None:
 
 def test_a_replay_needs_a_replayer(ann: User) -> None:
     original = finished(ann)
-    assert refused("replay", original.run_id).returncode == 2
-    assert refused("replay", original.run_id, "--operator", " ").returncode == 2
-    assert refused("replay", original.run_id, "--as", "nobody").returncode == 2
+    assert fails("replay", original.run_id).returncode == 2
+    assert fails("replay", original.run_id, "--operator", " ").returncode == 2
+    assert fails("replay", original.run_id, "--as", "nobody").returncode == 2
     assert Run.objects.count() == 1
 
 
@@ -79,11 +65,11 @@ def test_an_unknown_agent_or_an_unfinished_run_exits_1_and_writes_nothing(
     ann: User,
 ) -> None:
     original = finished(ann)
-    unknown = refused("replay", original.run_id, "--agent", "nope", "--as", "ann")
+    unknown = fails("replay", original.run_id, "--agent", "nope", "--as", "ann")
     assert unknown.returncode == 1
     assert str(unknown).startswith("Unknown agent 'nope' (registered: ")
     waiting = suspended("mailing", owner=ann)
-    not_done = refused("replay", waiting.run_id, "--as", "ann")
+    not_done = fails("replay", waiting.run_id, "--as", "ann")
     assert not_done.returncode == 1
     assert "is suspended; only a completed or stopped run" in str(not_done)
     assert Run.objects.count() == 2
@@ -92,9 +78,9 @@ def test_an_unknown_agent_or_an_unfinished_run_exits_1_and_writes_nothing(
 def test_other_users_need_replay_run(ann: User, make_user: Callable[..., User]) -> None:
     original = finished(ann)
     make_user("bob")
-    assert refused("replay", original.run_id, "--as", "bob").returncode == 1  # unseen
+    assert fails("replay", original.run_id, "--as", "bob").returncode == 1  # unseen
     make_user("viewer", "deuz_django.view_run", staff=True)
-    denied = refused("replay", original.run_id, "--as", "viewer")
+    denied = fails("replay", original.run_id, "--as", "viewer")
     assert denied.returncode == 3
     assert "viewer may not replay run" in str(denied)
     assert Run.objects.count() == 1
