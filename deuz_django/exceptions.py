@@ -18,6 +18,8 @@ The hierarchy::
     ├── RunStopped           a stop was asked for (a person, a run-wide limit, a loop):
     │                        the leg ends at its next fence and the run is ``stopped``
     ├── RunNotStoppable      the run is completed or stopped already (409)
+    ├── RunNotReplayable     the run is not finished, or a replay's original is gone (409)
+    ├── NotAReplay           the run replays nothing: there is nothing to compare (404)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
     ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
@@ -116,6 +118,19 @@ class RunStopped(DeuzError):
 
 class RunNotStoppable(DeuzError):
     code = "run_not_stoppable"
+
+
+class RunNotReplayable(DeuzError):
+    """Only a completed or stopped run is replayed; a replay whose original was deleted
+    cannot go on (it never executes a tool, and its recorded outcomes are gone)."""
+
+    code = "run_not_replayable"
+
+
+class NotAReplay(DeuzError, LookupError):
+    """The run is no replay (or its original was deleted): there is nothing to compare."""
+
+    code = "not_a_replay"
 
 
 class LeaseLost(DeuzError):

@@ -18,6 +18,8 @@ edit a call's input         who may approve it, holding ``deuz_django.edit_appro
 resume a run                its owner; a user holding ``deuz_django.resume_run``
 fork a run                  its owner; a user holding ``deuz_django.fork_run`` (who must
                             also see the run); the fork is the forking user's run
+replay a run                its owner; a user holding ``deuz_django.replay_run`` (who must
+                            also see the run); the replay is a run of the one who asked
 ==========================  ===============================================================
 
 Anonymous users may do none of these. A run a user may not see is reported as not found.
@@ -40,11 +42,13 @@ __all__ = [
     "DECIDE_ANY_APPROVAL",
     "EDIT_APPROVAL_INPUT",
     "FORK_ANY_RUN",
+    "REPLAY_ANY_RUN",
     "RESUME_ANY_RUN",
     "STOP_ANY_RUN",
     "VIEW_ANY_RUN",
     "approval_tool",
     "can_fork_run",
+    "can_replay_run",
     "can_resume_run",
     "can_stop_run",
     "can_view_run",
@@ -59,6 +63,7 @@ __all__ = [
 DECIDE_ANY_APPROVAL = "deuz_django.decide_approval"
 RESUME_ANY_RUN = "deuz_django.resume_run"
 STOP_ANY_RUN = "deuz_django.stop_run"
+REPLAY_ANY_RUN = "deuz_django.replay_run"
 EDIT_APPROVAL_INPUT = "deuz_django.edit_approval_input"
 FORK_ANY_RUN = "deuz_django.fork_run"
 
@@ -86,6 +91,14 @@ def can_fork_run(user: Person | None, run: Run) -> bool:
     if user is None or not can_view_run(user, run):
         return False
     return _owns(user, run) or user.has_perm(FORK_ANY_RUN)
+
+
+def can_replay_run(user: Person | None, run: Run) -> bool:
+    """As resuming it, with ``replay_run`` for other users' runs: a replay executes
+    nothing, but it shows the run's recorded tool outcomes to another model."""
+    if user is None or not can_view_run(user, run):
+        return False
+    return _owns(user, run) or user.has_perm(REPLAY_ANY_RUN)
 
 
 def can_stop_run(user: Person | None, run: Run) -> bool:

@@ -19,7 +19,6 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import IntegrityError
-from django.utils import timezone
 
 from .approvals.expiry import EXPIRED_REASON
 from .approvals.pending import current_pending
@@ -35,10 +34,8 @@ from .approvals.verdicts import (
     state_refusal,
 )
 from .core import Message
-from .core.durable import AgentCheckpoint
 from .core.exceptions import DeuzError
 from .core.messages import coerce_messages
-from .core.usage import EMPTY_USAGE
 from .exceptions import (
     ApprovalExpired,
     ApprovalNotFound,
@@ -66,6 +63,7 @@ from .runs.forking import afork_run, fork_run
 from .runs.outcomes import ABORTED, LegOutcome
 from .runs.recoverable import recoverable_runs
 from .runs.recovery import who_continues
+from .runs.replays import create_replay
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic
 from .storage.store import DjangoSessionStore
@@ -84,6 +82,7 @@ __all__ = [
     "afork_run",
     "approval_signer",
     "arecord_verdicts",
+    "areplay_run",
     "aresume_run",
     "astart_run",
     "astop_run",
@@ -96,6 +95,7 @@ __all__ = [
     "record_operator_verdict",
     "record_verdicts",
     "recoverable_runs",
+    "replay_run",
     "resume_run",
     "start_run",
     "stop_run",
@@ -116,8 +116,7 @@ def start_run(
 ) -> Run:
     """Record an accepted run and its input before any model call.
 
-    The input becomes the run's first checkpoint (step 0, ``running``), so a process that
-    dies before the first step boundary leaves a run that ``recover`` can drive.
+    The input becomes the run's first checkpoint (``DjangoSessionStore.start``).
     """
     spec = load_agent(agent)
     history = coerce_messages(messages)
@@ -128,16 +127,9 @@ def start_run(
     run_id = run_id or uuid.uuid4().hex
     first_user_text = next((m.text for m in history if m.role == "user" and m.text), "")
     try:
-        return DjangoSessionStore().create(
-            AgentCheckpoint(
-                run_id=run_id,
-                step_id=f"{run_id}#0",
-                step_index=0,
-                status="running",
-                messages=history,
-                usage=EMPTY_USAGE,
-                created_at=int(timezone.now().timestamp() * 1000),
-            ),
+        return DjangoSessionStore().start(
+            run_id,
+            history,
             agent=agent,
             owner=owner if is_signed_in(owner) else None,
             title=title or first_user_text[:200],
@@ -342,6 +334,33 @@ def record_operator_verdict(
 # Run the next leg here and wait for its outcome (the command, scripts, tests).
 aresume_run = arun_here
 resume_run = run_here_to_end
+
+
+# -- replaying -----------------------------------------------------------------------------
+
+
+def replay_run(
+    run_id: str,
+    *,
+    user: Person | None,
+    agent: str | None = None,
+    system: str | None = None,
+    operator: str = "",
+) -> Run:
+    """Replay the completed or stopped run ``run_id`` — with another registered
+    ``agent`` and/or ``system`` prompt — feeding its recorded tool outcomes back instead
+    of executing any tool, as a new run of ``user``'s started in the background
+    (:mod:`deuz_django.runs.replays`). The same rule as resuming it, with
+    ``deuz_django.replay_run`` for other users' runs; ``operator`` replays from a shell
+    without the user rules."""
+    replay = create_replay(
+        run_id, user=user, agent=agent, system=system, operator=operator
+    )
+    enqueue_run(replay.run_id)
+    return replay
+
+
+areplay_run = sync_to_async(replay_run)
 
 
 # -- stopping -------------------------------------------------------------------------------

@@ -60,6 +60,9 @@ DEUZ = {
         "tokens_bounded": "tests.django.runaway_agents.tokens_bounded",
         "mailer": "tests.django.versioned_agents.mailer",
         "planned": "tests.reliability.planned_agent.planned",
+        "mailing": "tests.django.replay_agents.mailing",
+        "mailing_v2": "tests.django.replay_agents.mailing_v2",
+        "diverging": "tests.django.replay_agents.diverging",
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

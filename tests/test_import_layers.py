@@ -111,7 +111,7 @@ LAYERS = tuple(
         "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
         "storage",
         "approvals rules notifications streaming.live runs.stopping runs.transcript "
-        "runs.threads runs.draining runs.recoverable runs.lease_renewal",
+        "runs.threads runs.draining runs.recoverable runs.lease_renewal runs.replays",
         "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
         "services runs.continuing runs.forking runs.recovery deadlines.sweep "
         "streaming.following checks apps",

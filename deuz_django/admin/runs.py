@@ -1,8 +1,8 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
 its transcript (sub-agents included) with "Fork from here" at each step (:mod:`.forks`),
 its lineage, its pending approvals with Approve/Deny buttons (for a call a crash left in
-doubt: it happened, run it again, mark it failed), and its decision history. Runs are
-never edited by hand: every write goes through the service.
+doubt: it happened, run it again, mark it failed), its decision history, and its replays
+(:mod:`.replays`). Runs are never edited by hand: every write goes through the service.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from ..runs.transcript import pretty, run_messages, sections
 from . import display, forks
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
+from .replays import ReplayAdminMixin, replay_context
 
 
 class HasPendingFilter(admin.SimpleListFilter):
@@ -153,7 +154,7 @@ def pending_rows(user: Person | None, run: Run) -> list[PendingRow]:
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
+class RunAdmin(ReplayAdminMixin, ReadOnlyAdmin):
     list_display = (
         "run",
         "agent",
@@ -305,6 +306,7 @@ class RunAdmin(ReadOnlyAdmin):
                 sections=transcript[1:],
                 root_rows=root_rows,
                 trailing_points=trailing_points,
+                **replay_context(request.user, run),
                 pending_rows=pending_rows(request.user, run),
                 answers=ANSWERS,
                 in_doubt=IN_DOUBT,
@@ -348,7 +350,7 @@ class RunAdmin(ReadOnlyAdmin):
             self.admin_site.admin_view(self.fork_view),
             name="deuz_django_run_fork",
         )
-        return [stop, fork, *super().get_urls()]
+        return [stop, fork, *self.replay_urls(), *super().get_urls()]
 
     def fork_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Fork the run at the posted step ("Fork from here"), then open the fork."""

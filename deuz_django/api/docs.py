@@ -17,6 +17,7 @@ from drf_spectacular.utils import (
 )
 
 from . import examples
+from .comparisons import ComparisonSerializer
 from .representations import (
     ApprovalSerializer,
     ErrorSerializer,
@@ -29,6 +30,7 @@ from .representations import (
 from .serializers import (
     ApprovalFilterSerializer,
     ForkSerializer,
+    ReplaySerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
@@ -328,5 +330,47 @@ fork_run = operation(
         OpenApiExample(
             "Forked", value=examples.FORK, response_only=True, status_codes=[201]
         ),
+    ],
+)
+replay_run = operation(
+    operation_id="replayRun",
+    summary="Replay a run",
+    description="Replay a completed or stopped run — with another registered `agent` "
+    "(a new model or version) and/or another `system` prompt — as a new run of yours "
+    "that starts in the background. The replay executes no tool and asks nobody to "
+    "approve anything: each call gets the original's recorded outcome of the same "
+    "call (same tool, same input; in order when it was made several times). A call "
+    "the original never made is not executed: the replay stops there and says so "
+    "(`stop`). The owner may replay their own run; others need "
+    "`deuz_django.replay_run`. Refused (409) for a run that is not finished.",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    request=ReplaySerializer,
+    responses={201: RunSerializer, **errors(WRITE)},
+    examples=[
+        OpenApiExample(
+            "Another agent and prompt",
+            value={"agent": "assistant_v2", "system": "Answer in one sentence."},
+            request_only=True,
+        ),
+        OpenApiExample(
+            "Started", value=examples.REPLAY, response_only=True, status_codes=[201]
+        ),
+    ],
+)
+
+get_comparison = operation(
+    operation_id="getRunComparison",
+    summary="Compare a replay with its original",
+    description="The replay's transcript and its original's, step by step — each "
+    "step's assistant text and tool calls with their inputs and results — with what "
+    "differs marked: the first divergence, changed texts, calls made on one side "
+    "only. A replay that diverged shows the call it stopped on, unanswered. 404 for "
+    "a run that is no replay (or whose original was deleted or is not yours to see).",
+    tags=["runs"],
+    parameters=[RUN_ID],
+    responses={200: ComparisonSerializer, **errors(READ)},
+    examples=[
+        OpenApiExample("Diverged", value=examples.COMPARISON, response_only=True)
     ],
 )

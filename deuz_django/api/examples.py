@@ -1,5 +1,6 @@
 """The examples the API's OpenAPI description shows (:mod:`deuz_django.api.docs`): an error
-body for each status, and a run, an approval and a resume answer as a client sees them."""
+body for each status, and a run, an approval, a resume answer and a replay's comparison
+as a client sees them."""
 
 from __future__ import annotations
 
@@ -154,7 +155,66 @@ RUN = {
     "forks": [],
     "createdAt": "2026-01-05T10:00:00Z",
     "updatedAt": "2026-01-05T10:00:01Z",
+    "replayOf": None,
     "url": "http://127.0.0.1:8000/api/deuz/runs/run-42/",
+}
+
+REPLAY = {
+    **RUN,
+    "runId": "run-43",
+    "agent": "assistant_v2",
+    "title": "Replay of Email the customer",
+    "status": "running",
+    "stepIndex": 0,
+    "usage": {},
+    "messageCount": 2,
+    "pendingApprovals": [],
+    "replayOf": "run-42",
+    "url": "http://127.0.0.1:8000/api/deuz/runs/run-43/",
+}
+
+_EMAIL = {"toolName": "send_email", "input": {"to": "ann@example.com"}}
+COMPARISON = {
+    "original": {"runId": "run-42", "agent": "assistant", "status": "completed"},
+    "replay": {"runId": "run-43", "agent": "assistant_v2", "status": "stopped"},
+    "replayOptions": {"agent": "assistant_v2", "system": None},
+    "stopped": "Stopped by the system: The replayed model asked for "
+    'send_email({"to": "bob@example.com"}), which the original run never made; it '
+    "was not executed, and the replay stops here.",
+    "same": False,
+    "firstDivergence": 0,
+    "steps": [
+        {
+            "index": 0,
+            "same": False,
+            "differences": ["calls"],
+            "original": {
+                "text": "",
+                "calls": [
+                    {
+                        **_EMAIL,
+                        "result": "sent",
+                        "isError": False,
+                        "answered": True,
+                        "onlyHere": True,
+                    }
+                ],
+            },
+            "replay": {
+                "text": "",
+                "calls": [
+                    {
+                        "toolName": "send_email",
+                        "input": {"to": "bob@example.com"},
+                        "result": None,
+                        "isError": False,
+                        "answered": False,
+                        "onlyHere": True,
+                    }
+                ],
+            },
+        }
+    ],
 }
 
 

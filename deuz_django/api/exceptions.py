@@ -8,8 +8,8 @@ one verdict of a batch — whenever the problem is about particular input. The h
     ├── InvalidRequest       400  the body or a query parameter is not what the API takes
     │   └── InvalidVerdicts  400  a verdict of the batch is unknown, repeated or its token fails
     ├── VerdictsForbidden    403  the user may not decide an approval of the batch
-    ├── Conflict             409  the run is busy, completed, stopped, undecided, or a
-    │                             verdict is late
+    ├── Conflict             409  the run is busy, completed, stopped, undecided, not
+    │                             finished (a replay), or a verdict is late
     └── PayloadTooLarge      413  the body exceeds ``DATA_UPLOAD_MAX_MEMORY_SIZE``
 
 Service errors (:mod:`deuz_django.exceptions`) map onto these in :func:`exception_handler`;
@@ -33,10 +33,12 @@ from ..exceptions import (
     ApprovalAlreadyDecided,
     ApprovalNotFound,
     InvalidVerdict,
+    NotAReplay,
     NotPermitted,
     RunBusy,
     RunExists,
     RunNotFound,
+    RunNotReplayable,
     RunNotResumable,
     RunNotStoppable,
     UnknownAgent,
@@ -147,11 +149,14 @@ def translate(exc: Exception) -> Exception:
         return too_large()
     if isinstance(exc, RunNotFound):
         return exceptions.NotFound(str(exc))
+    if isinstance(exc, NotAReplay):
+        return exceptions.NotFound(str(exc), code=exc.code)
     if isinstance(
         exc,
         RunBusy
         | RunNotResumable
         | RunNotStoppable
+        | RunNotReplayable
         | RunExists
         | ApprovalAlreadyDecided,
     ):

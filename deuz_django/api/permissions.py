@@ -45,3 +45,12 @@ class CanForkRun(BasePermission):
 
     def has_object_permission(self, request: Any, view: Any, obj: Run) -> bool:
         return rules.can_fork_run(request.user, obj)
+
+
+class CanReplayRun(BasePermission):
+    """The run's owner, or a user holding ``deuz_django.replay_run``."""
+
+    message = "You may not replay this run."
+
+    def has_object_permission(self, request: Any, view: Any, obj: Run) -> bool:
+        return rules.can_replay_run(request.user, obj)

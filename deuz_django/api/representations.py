@@ -255,6 +255,10 @@ class RunSerializer(ForkLineage, serializers.ModelSerializer[Run]):
     pendingApprovals = serializers.SerializerMethodField()
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
+    replayOf = serializers.SerializerMethodField(
+        help_text="The run this replays (null: none, or it was deleted): see its "
+        "comparison/."
+    )
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -276,6 +280,7 @@ class RunSerializer(ForkLineage, serializers.ModelSerializer[Run]):
             "forks",
             "createdAt",
             "updatedAt",
+            "replayOf",
             "url",
         ]
         read_only_fields = fields
@@ -314,17 +319,22 @@ class RunSerializer(ForkLineage, serializers.ModelSerializer[Run]):
             )
         return ApprovalSerializer(rows, many=True, context=self.context).data
 
+    def get_replayOf(self, run: Run) -> str | None:
+        original = run.replay_of
+        return None if original is None else original.run_id
+
     def get_url(self, run: Run) -> str:
         return str(self.context["run_url"](run.run_id))
 
 
-def _json_bytes(value: Any) -> Any:
+def json_bytes(value: Any) -> Any:
+    """``value`` with every byte string as standard base64 text."""
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
-        return {key: _json_bytes(item) for key, item in value.items()}
+        return {key: json_bytes(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_json_bytes(item) for item in value]
+        return [json_bytes(item) for item in value]
     return value
 
 
@@ -340,7 +350,7 @@ class MessageSerializer(serializers.ModelSerializer[RunMessage]):
 
     @extend_schema_field(MESSAGE_SCHEMA)
     def get_message(self, row: RunMessage) -> Any:
-        return _json_bytes(decode_json(row.data))
+        return json_bytes(decode_json(row.data))
 
 
 class RunLinkSerializer(serializers.Serializer[Any]):

@@ -372,6 +372,26 @@ class StartRunSerializer(serializers.Serializer[Any]):
         return attrs
 
 
+class ReplaySerializer(serializers.Serializer[Any]):
+    """What a replay changes: another agent, another system prompt, or neither."""
+
+    agent = AgentField(
+        required=False,
+        help_text="A registered agent to replay with (default: the run's own).",
+    )
+    system = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=20000,
+        help_text="The system prompt to replay with (default or blank: the agent's "
+        "own; with neither, the run's).",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(AgentField, self.fields["agent"]).choices = agent_names()
+
+
 class RunFilterSerializer(serializers.Serializer[Any]):
     """Query parameters of the run list."""
 

@@ -89,6 +89,12 @@ urlpatterns = [
     path("runs/<str:runId>/resume/", views.RunResumeView.as_view(), name="run-resume"),
     path("runs/<str:runId>/stop/", views.RunStopView.as_view(), name="run-stop"),
     path("runs/<str:runId>/fork/", views.RunForkView.as_view(), name="run-fork"),
+    path("runs/<str:runId>/replay/", views.RunReplayView.as_view(), name="run-replay"),
+    path(
+        "runs/<str:runId>/comparison/",
+        views.RunComparisonView.as_view(),
+        name="run-comparison",
+    ),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

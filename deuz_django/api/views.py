@@ -1,4 +1,5 @@
-"""The REST endpoints: runs, their messages, approvals, verdicts, resume, and starting runs.
+"""The REST endpoints: runs, their messages, approvals, verdicts, resume, stop, replays and
+their comparisons, and starting runs.
 
 Views are thin: :mod:`deuz_django.services` does the work and
 :mod:`deuz_django.permissions` decides who may. Runs are looked up through
@@ -21,25 +22,35 @@ from rest_framework.response import Response
 
 from ..models import Approval, ApprovalStatus, Run, RunMessage, RunQuerySet, RunStatus
 from ..runs.recovery import who_continues
+from ..runs.replays import compare_replay
 from ..services import (
     enqueue_run,
     fork_run,
     record_checked_verdicts,
+    replay_run,
     start_run,
     stop_run,
 )
 from . import docs
 from .authentication import authentication_classes
 from .batches import check_batch, read_batch
+from .comparisons import ComparisonSerializer, comparison_json
 from .exceptions import exception_handler
 from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
-from .permissions import CanForkRun, CanResumeRun, CanViewRun, IsActiveUser
+from .permissions import (
+    CanForkRun,
+    CanReplayRun,
+    CanResumeRun,
+    CanViewRun,
+    IsActiveUser,
+)
 from .renderers import DeuzJSONRenderer
 from .representations import ApprovalSerializer, MessageSerializer, RunSerializer
 from .serializers import (
     ApprovalFilterSerializer,
     ForkSerializer,
+    ReplaySerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,
@@ -108,7 +119,9 @@ class DeuzAPIView(generics.GenericAPIView[Any]):
     @staticmethod
     def _runs() -> RunQuerySet:
         pending = Approval.objects.filter(status=ApprovalStatus.PENDING)
-        return Run.objects.select_related("owner", "forked_from").prefetch_related(
+        return Run.objects.select_related(
+            "owner", "forked_from", "replay_of"
+        ).prefetch_related(
             Prefetch(
                 "approvals",
                 queryset=pending.select_related("run", "decided_by"),
@@ -296,3 +309,37 @@ class RunStopView(DeuzAPIView):
             if stopped.status == RunStatus.STOPPED
             else status.HTTP_202_ACCEPTED,
         )
+
+
+class RunReplayView(DeuzAPIView):
+    """Replay a finished run as a new run of the user's, started in the background."""
+
+    serializer_class = RunSerializer
+    permission_classes = [IsActiveUser, CanReplayRun]
+
+    @docs.replay_run
+    def post(self, request: Request, runId: str) -> Response:
+        run = self.get_run()
+        options = self.read(ReplaySerializer, request.data)
+        replay = replay_run(
+            run.run_id,
+            user=request.user,
+            agent=options.get("agent"),
+            system=options.get("system"),
+        )
+        replay = self.visible_runs().get(pk=replay.pk)
+        return Response(
+            self.get_serializer(replay).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": self.run_url(replay.run_id)},
+        )
+
+
+class RunComparisonView(DeuzAPIView):
+    """A replay beside its original, step by step."""
+
+    serializer_class = ComparisonSerializer
+
+    @docs.get_comparison
+    def get(self, request: Request, runId: str) -> Response:
+        return Response(comparison_json(compare_replay(request.user, self.get_run())))

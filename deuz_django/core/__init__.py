@@ -10,6 +10,7 @@ from .abort import AbortController, AbortSignal
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse
 from .ask_human import ask_human
+from .comparison import Comparison, compare_transcripts
 from .deps import Clock, Deps, PriceProvider, SystemClock
 from .exceptions import (
     CheckpointNotFoundError,
@@ -23,6 +24,7 @@ from .exceptions import (
     Problem,
     ProviderNotInstalledError,
     RateLimitError,
+    ReplayDiverged,
     RunCompletedError,
     ScriptExhaustedError,
 )
@@ -61,6 +63,7 @@ from .parts import (
 )
 from .questions import Question
 from .reconciliation import Reconciliation
+from .replay import RecordedOutcome, RecordedOutcomes, replay_input, replay_tools
 from .results import GenerateTextResult, StepResult
 from .stop import (
     StepInfo,
@@ -81,6 +84,7 @@ __all__ = [
     "CallOptions",
     "CheckpointNotFoundError",
     "Clock",
+    "Comparison",
     "CostPart",
     "Deps",
     "DeuzError",
@@ -111,6 +115,9 @@ __all__ = [
     "ReasoningDeltaPart",
     "ReasoningPart",
     "Reconciliation",
+    "RecordedOutcome",
+    "RecordedOutcomes",
+    "ReplayDiverged",
     "RunCompletedError",
     "ScriptExhaustedError",
     "StepFinishPart",
@@ -142,10 +149,13 @@ __all__ = [
     "Usage",
     "agent_tool",
     "ask_human",
+    "compare_transcripts",
     "cost_exceeds",
     "duration_exceeds",
     "generate_text",
     "has_tool_call",
+    "replay_input",
+    "replay_tools",
     "step_count_is",
     "stream_chat",
     "tool",

@@ -18,6 +18,8 @@ The hierarchy::
     ├── RunExistsError            a new run (a fork) under a run id that is taken
     ├── UnauthorizedExecution     a call was about to run on a decision that does not
     │                             authorize it (another call's, or one used already)
+    ├── ReplayDiverged            a replayed model asked for a call the original run has
+    │                             no recorded outcome of: not executed, the leg ends
     ├── JournalFenced             (core.journal) a stale leg's append, refused
     ├── JournalUnavailable        (core.journal) a leg's end the journal could not store
     └── WebhookSignatureError     a webhook's signature is missing, malformed or forged
@@ -28,8 +30,10 @@ Approval is data (``pending_approvals`` on a result), never an exception.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # One step of a field path: a name (``.role``) or an index (``[0]``).
 _STEP = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(\d+)\]")
@@ -213,3 +217,36 @@ class RunExistsError(DeuzError):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"Run '{run_id}' already exists.")
         self.run_id = run_id
+
+
+class ReplayDiverged(DeuzError):
+    """A replay's model asked for a call the original run has no recorded outcome of —
+    one it never made, or made fewer times (:mod:`deuz_django.core.replay`). The call is
+    not executed: the leg ends there, with this as its error; ``recorded`` is how many
+    outcomes of that very call (same tool, same input) the original has."""
+
+    code = "replay_diverged"
+
+    def __init__(self, tool_name: str, input: Any, *, recorded: int) -> None:
+        call = f"{tool_name}({_shown(input)})"
+        if recorded:
+            times = "once" if recorded == 1 else f"{recorded} times"
+            said = (
+                f"The replayed model asked for {call} more often than the original "
+                f"run did ({times})"
+            )
+        else:
+            said = (
+                f"The replayed model asked for {call}, which the original run never "
+                "made"
+            )
+        super().__init__(f"{said}; it was not executed, and the replay stops here.")
+        self.tool_name = tool_name
+        self.input = input
+        self.recorded = recorded
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """A call's input as one line of JSON, cut to ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"

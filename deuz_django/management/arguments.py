@@ -1,5 +1,5 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-fork, recover, sweep, prune), each with its own options; bad arguments exit with
+fork, replay, recover, sweep, prune), each with its own options; bad arguments exit with
 argparse's 2."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from ..models import RunStatus
 from .output import BAD_ARGUMENTS
+from .replaying import add_replay
 
 
 class Parser(CommandParser):
@@ -27,7 +28,17 @@ def add_actions(parser: ArgumentParser) -> None:
     actions = parser.add_subparsers(
         dest="action", metavar="ACTION", required=True, parser_class=Parser
     )
-    for add in (_runs, _show, _resume, _stop, _fork, _recover, _sweep, _prune):
+    for add in (
+        _runs,
+        _show,
+        _resume,
+        _stop,
+        _fork,
+        add_replay,
+        _recover,
+        _sweep,
+        _prune,
+    ):
         add(actions)
 
 

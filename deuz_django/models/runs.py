@@ -152,6 +152,17 @@ class Run(models.Model):
     # The digest of the agent's tool definitions when the run last suspended
     # (deuz_django.approvals.tool_versions): a deploy that changed them since shows on the run.
     tools_fingerprint = models.CharField(max_length=64, blank=True)
+    # A replay (deuz_django.runs.replays): the run it replays, and what was asked to
+    # change — {"agent": name or null, "system": prompt or null, "operator": name if an
+    # operator asked}. Not null marks a replay: its legs never execute a tool.
+    replay_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replays",
+    )
+    replay_options = models.JSONField(null=True, blank=True)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)
@@ -167,6 +178,7 @@ class Run(models.Model):
             ("resume_run", "Can resume other users' runs"),
             ("stop_run", "Can stop other users' runs"),
             ("fork_run", "Can fork other users' runs"),
+            ("replay_run", "Can replay other users' runs"),
         ]
         # The dashboard's day-by-day aggregates over root runs (deuz_django.dashboard).
         indexes = [

@@ -22,7 +22,14 @@ from django.utils import timezone
 from ..approvals.asking import record_suspension
 from ..approvals.settling import close_undecided, collect_verdicts, settle_max_age_ms
 from ..approvals.signing import approval_signer
-from ..core import AbortController, Deps, ErrorPart, StreamPart, tracing
+from ..core import (
+    AbortController,
+    Deps,
+    ErrorPart,
+    ReplayDiverged,
+    StreamPart,
+    tracing,
+)
 from ..core.durable import resume_stream_from_checkpoint
 from ..core.generate import StreamChatResult
 from ..exceptions import (
@@ -52,6 +59,7 @@ from .outcomes import (
     sentence,
     stopped_outcome,
 )
+from .replays import replay_spec
 from .threads import with_django_threads
 
 logger = logging.getLogger("deuz_django")
@@ -84,7 +92,7 @@ def _prepare(
     pass at; :class:`RunStopped` when the run may not start another leg."""
     run = check_may_continue(run_id)
     verdicts = collect_verdicts(run)
-    spec = load_agent(run.agent)
+    spec = replay_spec(run, load_agent(run.agent))
     problem = spec.run_limits.legs_problem(run.legs + 1)
     if problem is not None:
         raise RunStopped(f"Stopped by the system: {problem}.", limit=problem)
@@ -215,8 +223,9 @@ async def _ending(
     released: dict[str, Any],
 ) -> LegOutcome:
     """How a leg that ran ended, and what its release records on the run (``released``):
-    a stop is not a failure; a lost lease or a failed save leaves the run to recovery; a
-    shutdown hands it over; a failed or aborted leg keeps its error for the admin."""
+    a stop is not a failure, nor is a replay that diverged (it stops); a lost lease or
+    a failed save leaves the run to recovery; a shutdown hands it over; a failed or
+    aborted leg keeps its error for the admin."""
     run_id = lease.run_id
     error: str | None = None
     finish_reason: str | None = None
@@ -224,7 +233,7 @@ async def _ending(
     reason = controller.signal.reason
     try:
         finish_reason = (await leg.result()).finish_reason
-    except RunStopped as stop:  # a run-wide limit, as a call was to start
+    except (RunStopped, ReplayDiverged) as stop:  # a limit; a replay that diverged
         reason = stop
     except Exception as exc:
         error = str(exc) or type(exc).__name__
@@ -232,6 +241,8 @@ async def _ending(
         error = None  # a stop is not a failure: the outcome says stopped
         if reason.limit:
             await _database(stopping.stop_by_system, run_id, sentence(reason.limit))
+    elif isinstance(reason, ReplayDiverged):  # the replay stops where it diverged
+        await _database(stopping.stop_by_system, run_id, str(reason))
     elif isinstance(reason, (LeaseLost, CheckpointSaveFailed)):
         # Not the run's failure: recovery continues it from its last boundary (the
         # database may be back; a lease that lapsed while this leg was held up is

@@ -33,6 +33,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db.models import Q
+from django.utils import timezone
 
 from ..core import Message, Tool
 from ..core.durable import (
@@ -42,6 +43,7 @@ from ..core.durable import (
     is_child_run_id,
     parent_run_id,
 )
+from ..core.usage import EMPTY_USAGE
 from ..exceptions import LeaseLost, RunNotFound
 from ..models import Run, RunMessage
 from . import forking
@@ -162,6 +164,22 @@ class DjangoSessionStore:
             insert_messages(run.pk, checkpoint.messages, 0)
         self._remember(checkpoint.run_id, run.pk, checkpoint)
         return run
+
+    def start(self, run_id: str, history: tuple[Message, ...], **columns: Any) -> Run:
+        """A new run whose first checkpoint is its input (step 0, ``running``), so a
+        process that dies before the first step boundary leaves a run recovery drives."""
+        return self.create(
+            AgentCheckpoint(
+                run_id=run_id,
+                step_id=f"{run_id}#0",
+                step_index=0,
+                status="running",
+                messages=history,
+                usage=EMPTY_USAGE,
+                created_at=int(timezone.now().timestamp() * 1000),
+            ),
+            **columns,
+        )
 
     def load(self, run_id: str) -> AgentCheckpoint | None:
         """The run's checkpoint; ``None`` for a row without one yet — the step journal

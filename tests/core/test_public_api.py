@@ -10,6 +10,13 @@ import deuz_django.core.durable
 CORE = {
     "Problem",
     "EMPTY_USAGE",
+    "Comparison",
+    "RecordedOutcome",
+    "RecordedOutcomes",
+    "ReplayDiverged",
+    "compare_transcripts",
+    "replay_input",
+    "replay_tools",
     "AbortController",
     "AbortSignal",
     "CallOptions",

@@ -58,6 +58,7 @@ FIELDS = [
     "withTurn",
     "edit",
     "forkRunId",
+    "system",
 ]
 
 
@@ -95,7 +96,9 @@ def no_approval_without_a_token() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/", "fork/"])
+@pytest.mark.parametrize(
+    "endpoint", ["runs/", "verdicts/", "resume/", "fork/", "replay/"]
+)
 @EXAMPLES
 @given(data=st.data())
 def test_no_rest_body_yields_a_server_error(

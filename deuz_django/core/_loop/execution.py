@@ -13,6 +13,7 @@ from .. import tracing
 from ..abort import AbortController, AbortSignal, any_signal
 from ..approvals import ToolApprovalRequest, edited_result
 from ..deps import Deps
+from ..exceptions import ReplayDiverged
 from ..messages import Message, ToolResultPart
 from ..parts import StreamPart
 from ..reconciliation import Reconciliation
@@ -150,8 +151,8 @@ async def _outcome(
             return error(f"Invalid arguments: {exc}")
     try:
         timed_out, value = await _within(execute, args, ctx, declared.timeout_ms, deps)
-    except SubAgentSuspension:
-        raise
+    except (SubAgentSuspension, ReplayDiverged):
+        raise  # not the call's failure: the step ends (suspended), or the leg does
     except Exception as exc:
         message = str(exc)
         return error(message or f"Tool '{call.tool_name}' threw during execution.")

@@ -1,4 +1,5 @@
-"""``manage.py deuz``: list, show, resume, stop, fork, recover, sweep and prune durable runs.
+"""``manage.py deuz``: list, show, resume, stop, fork, replay, recover, sweep and prune
+runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
@@ -7,6 +8,7 @@
     deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
     deuz fork RUN_ID --step N [--with-turn] [--message TEXT | --tool-call ID --input JSON]
                      [--fork-run-id ID] (--as USERNAME | --operator NAME)
+    deuz replay RUN_ID [--agent NAME] [--system TEXT] (--as USERNAME | --operator NAME)
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -19,10 +21,11 @@ recorded as such, with NAME, in the audit trail.
 ``runs --json`` prints one JSON object per line (JSON Lines). Output ends quietly when the
 reader closes the pipe (``deuz runs | head``).
 
-Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / unknown or its
-leg failed, 2 bad arguments (also under ``call_command``: ``CommandError.returncode``),
-3 a verdict the decider may not give or a run they may not stop or fork (nothing is
-recorded). ``fork`` prints the new run's id alone, for scripts.
+Exit codes: 0 success, 1 a run is busy / not resumable / not stoppable / not replayable
+/ unknown or its leg failed, 2 bad arguments (also under ``call_command``:
+``CommandError.returncode``), 3 a verdict the decider may not give or a run they may not
+stop, fork or replay (nothing is recorded). ``fork`` and ``replay`` print the new run's id
+alone, for scripts.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from ... import services
@@ -52,13 +55,14 @@ from ...exceptions import (
     RunNotStoppable,
     UnknownAgent,
 )
-from ...models import Approval, Run, RunStatus
+from ...models import Run, RunStatus
 from ...runs import recovery
 from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
 from .. import forking
 from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
+from ..lookups import approval_of, run_named
 from ..output import (
     BAD_ARGUMENTS,
     NOT_PERMITTED,
@@ -70,6 +74,7 @@ from ..output import (
     table,
     when,
 )
+from ..replaying import ReplayAction
 
 NO_DECIDER = (
     "A verdict needs a decider: --as USERNAME (decided with that user's permissions) "
@@ -77,7 +82,7 @@ NO_DECIDER = (
 )
 
 
-class Command(BaseCommand):
+class Command(ReplayAction):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(
@@ -162,7 +167,7 @@ class Command(BaseCommand):
         self.stdout.write(table(rows, header) if rows else "No runs.")
 
     def handle_show(self, *, run_id: str, **options: Any) -> None:
-        run = _get_run(run_id)
+        run = run_named(run_id)
         usage = run.usage or {}
         self.stdout.write(f"Run {run.run_id}  agent={run.agent}  status={run.status}")
         self.stdout.write(f"Title {run.title or '-'}")
@@ -259,14 +264,14 @@ class Command(BaseCommand):
                 "--as and --operator go with --approve, --deny or --deny-remaining.",
                 returncode=BAD_ARGUMENTS,
             )
-        run = _get_run(run_id)
+        run = run_named(run_id)
         if deciding:
             decider = ShellDecider.named(as_user=as_user, operator=operator or "")
             with bounded_atomic():  # every verdict is recorded, or none
                 for approval_id, approved in [(a, True) for a in approve] + [
                     (d, False) for d in deny
                 ]:
-                    decider.decide(_get_approval(run, approval_id), approved, reason)
+                    decider.decide(approval_of(run, approval_id), approved, reason)
                 if deny_remaining:
                     for approval in services.current_pending(run).select_related("run"):
                         decider.decide(approval, False, reason)
@@ -380,21 +385,3 @@ class Command(BaseCommand):
             f"{verb} {count} completed run(s) and the stream journals of "
             f"{len(old_journals)} older run(s)"
         )
-
-
-def _get_run(run_id: str) -> Run:
-    run = Run.objects.select_related("owner").named(run_id).first()
-    if run is None:
-        raise RunNotFound(f"No run '{run_id}'.")
-    return run
-
-
-def _get_approval(run: Run, approval_id: str) -> Approval:
-    approval = run.approvals.select_related("run").filter(approval_id=approval_id)
-    found = approval.newest_first().first()
-    if found is None:
-        raise CommandError(
-            f"Run '{run.run_id}' has no approval '{approval_id}'.",
-            returncode=BAD_ARGUMENTS,
-        )
-    return found

@@ -201,6 +201,8 @@ def test_the_openapi_schema_is_served_valid_with_every_error_documented() -> Non
         f"{API}/runs/{{runId}}/resume/",
         f"{API}/runs/{{runId}}/stop/",
         f"{API}/runs/{{runId}}/fork/",
+        f"{API}/runs/{{runId}}/replay/",
+        f"{API}/runs/{{runId}}/comparison/",
         f"{API}/approvals/",
     }
     for path, operations in paths.items():
