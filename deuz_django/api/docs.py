@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
 
 from . import examples
 from .comparisons import ComparisonSerializer
+from .derived_runs import ForkSerializer, ReplaySerializer
 from .representations import (
     ApprovalSerializer,
     ErrorSerializer,
@@ -29,8 +30,6 @@ from .representations import (
 )
 from .serializers import (
     ApprovalFilterSerializer,
-    ForkSerializer,
-    ReplaySerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,

@@ -16,7 +16,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from ..core.durable import ForkEdit
 from ..core.exceptions import InvalidInputError
 from ..core.messages import coerce_messages
 from ..models import RUN_ID_PATTERN, ApprovalStatus, RunStatus
@@ -266,64 +265,6 @@ class ResumeSerializer(serializers.Serializer[Any]):
     )
 
 
-class ForkEditSerializer(serializers.Serializer[Any]):
-    """What a fork changes at its step: the message that started it, or one call's
-    input (the core checks which goes with which fork point)."""
-
-    message = StrictCharField(
-        required=False,
-        max_length=100_000,
-        help_text="Forking before the turn: the new text of the user message that "
-        "started the step (ask differently).",
-    )
-    toolCallId = StrictCharField(
-        required=False,
-        max_length=200,
-        help_text="Forking with the turn: the call of the kept turn whose input "
-        "changes (correct the agent).",
-    )
-    input = serializers.JSONField(
-        required=False,
-        help_text="With toolCallId: the call's new input, checked against its tool's "
-        "schema.",
-    )
-
-    def validate_input(self, value: Any) -> Any:
-        check_json_text(value)
-        return value
-
-
-class ForkSerializer(serializers.Serializer[Any]):
-    """A fork of a run at one of its steps (``POST runs/<id>/fork/``, the WebSocket's
-    ``fork`` frame)."""
-
-    step = StrictIntegerField(
-        min_value=0,
-        help_text="The step to fork from: the fork starts from the history that "
-        "step's model call answered.",
-    )
-    withTurn = StrictBooleanField(
-        default=False,
-        help_text="Keep the step's model turn (no model call; its calls go through "
-        "the gates again), instead of asking the model anew.",
-    )
-    edit = ForkEditSerializer(required=False)
-    runId = RunIdField(
-        required=False, help_text="The fork's run id (a new one when not given)."
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        edit = attrs.get("edit")
-        attrs["edit"] = (
-            None
-            if edit is None
-            else ForkEdit(
-                edit.get("message"), edit.get("toolCallId"), edit.get("input")
-            )
-        )
-        return attrs
-
-
 class AgentField(serializers.ChoiceField):
     """The name of a registered agent (a JSON string); an unknown one is ``unknown_agent``."""
 
@@ -370,26 +311,6 @@ class StartRunSerializer(serializers.Serializer[Any]):
         except InvalidInputError as error:
             raise invalid_input(error) from None
         return attrs
-
-
-class ReplaySerializer(serializers.Serializer[Any]):
-    """What a replay changes: another agent, another system prompt, or neither."""
-
-    agent = AgentField(
-        required=False,
-        help_text="A registered agent to replay with (default: the run's own).",
-    )
-    system = StrictCharField(
-        required=False,
-        allow_blank=True,
-        max_length=20000,
-        help_text="The system prompt to replay with (default or blank: the agent's "
-        "own; with neither, the run's).",
-    )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        cast(AgentField, self.fields["agent"]).choices = agent_names()
 
 
 class RunFilterSerializer(serializers.Serializer[Any]):

@@ -35,6 +35,7 @@ from . import docs
 from .authentication import authentication_classes
 from .batches import check_batch, read_batch
 from .comparisons import ComparisonSerializer, comparison_json
+from .derived_runs import ForkSerializer, ReplaySerializer
 from .exceptions import exception_handler
 from .pagination import DeuzPagination
 from .parsers import LimitedJSONParser
@@ -49,8 +50,6 @@ from .renderers import DeuzJSONRenderer
 from .representations import ApprovalSerializer, MessageSerializer, RunSerializer
 from .serializers import (
     ApprovalFilterSerializer,
-    ForkSerializer,
-    ReplaySerializer,
     ResumeSerializer,
     RunFilterSerializer,
     StartRunSerializer,

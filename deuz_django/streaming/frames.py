@@ -15,10 +15,10 @@ from typing import Any
 
 from rest_framework import exceptions, serializers
 
+from ..api.derived_runs import ForkSerializer
 from ..api.exceptions import DeuzAPIException, error_item, field_problems, translate
 from ..api.parsers import loads
 from ..api.serializers import (
-    ForkSerializer,
     RunIdField,
     StartRunSerializer,
     StopSerializer,
