@@ -25,6 +25,7 @@ from tests.django.run_support import history
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# What the original executed, sorted: its two calls run side by side once approved.
 ORIGINAL_EFFECTS = ["echo:hi", "send_email:ann@example.com"]
 
 
@@ -44,7 +45,7 @@ def test_a_killed_replay_leg_is_recovered_and_still_executes_nothing(
 ) -> None:
     ann = make_user("ann")
     original = finished(ann)
-    assert effects() == ORIGINAL_EFFECTS
+    assert sorted(effects()) == ORIGINAL_EFFECTS
     leg = start_manage(
         "deuz",
         "replay",
@@ -78,7 +79,9 @@ def test_a_killed_replay_leg_is_recovered_and_still_executes_nothing(
     out = io.StringIO()
     call_command("deuz", "recover", "--older-than", "0", stdout=out)
     assert out.getvalue().strip() == f"recovered {replay.run_id}: completed"
-    assert effects() == ORIGINAL_EFFECTS  # no tool ran, before or after the crash
+    assert (
+        sorted(effects()) == ORIGINAL_EFFECTS
+    )  # no tool ran, before or after the crash
     replay.refresh_from_db()
     assert (replay.status, replay.last_error) == (RunStatus.COMPLETED, "")
     roles = [m.role for m in history(replay)]

@@ -41,7 +41,7 @@ def test_a_replay_prints_its_run_id_and_executes_no_tool(
         "mailing_v2",
     )
     assert replay.replay_options == {"agent": "mailing_v2", "system": "Be brief."}
-    assert effects() == ["echo:hi", "send_email:ann@example.com"]
+    assert sorted(effects()) == ["echo:hi", "send_email:ann@example.com"]
 
 
 def test_an_operator_replays_any_run_and_is_recorded(ann: User) -> None:

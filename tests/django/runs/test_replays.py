@@ -26,6 +26,7 @@ from tests.django.run_support import history, suspended
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# What the original executed, sorted: its two calls run side by side once approved.
 ORIGINAL_EFFECTS = ["echo:hi", "send_email:ann@example.com"]
 
 
@@ -43,9 +44,11 @@ def test_a_replay_executes_no_tool_and_is_fed_the_recorded_outcomes(
     ann: User, effects: Callable[[], list[str]]
 ) -> None:
     original = finished(ann)
-    assert effects() == ORIGINAL_EFFECTS
+    assert sorted(effects()) == ORIGINAL_EFFECTS
     replay = replayed(original, ann, agent="mailing_v2")
-    assert effects() == ORIGINAL_EFFECTS  # nothing ran again, not even the gated call
+    assert (
+        sorted(effects()) == ORIGINAL_EFFECTS
+    )  # nothing ran again, not even the gated call
     assert (replay.status, replay.last_error) == (RunStatus.COMPLETED, "")
     assert not replay.approvals.exists()  # the gated call asked nobody
     assert (replay.replay_of, replay.owner, replay.agent) == (
@@ -89,7 +92,7 @@ def test_a_call_the_original_never_made_stops_the_replay_unexecuted(
 ) -> None:
     original = finished(ann)
     replay = replayed(original, ann, agent="diverging")
-    assert effects() == ORIGINAL_EFFECTS
+    assert sorted(effects()) == ORIGINAL_EFFECTS
     assert replay.status == RunStatus.STOPPED
     assert replay.last_error == ""  # a stop, not a failure
     assert replay.stop_description == (
@@ -179,4 +182,4 @@ def test_a_replay_whose_original_was_deleted_never_runs_a_tool(
     outcome = services.resume_run(replay.run_id)
     assert outcome.error is not None
     assert "was deleted: its recorded tool outcomes are gone" in outcome.error
-    assert effects() == ORIGINAL_EFFECTS
+    assert sorted(effects()) == ORIGINAL_EFFECTS
