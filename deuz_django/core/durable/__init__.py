@@ -4,15 +4,20 @@
 >>> result = await generate_text(..., session=DurableSession(store=store, run_id="run-42"))
 >>> resumed = await resume_from_checkpoint(store, "run-42", model=model, tools=tools,
 ...     approval_responses=[{"approval_id": "toolu_abc", "approved": True, "token": token}])
+
+What people say to a run while it runs or waits goes through the store's input queue
+(:mod:`.inputs`): ``InMemorySessionStore(input_queue=InMemoryInputQueue())``.
 """
 
 from ..exceptions import (
     CheckpointNotFoundError,
+    InputArrived,
     RunCompletedError,
     UnauthorizedExecution,
 )
 from .checkpoint import CHECKPOINT_VERSION, AgentCheckpoint, CheckpointStatus
 from .codec import deserialize_checkpoint, serialize_checkpoint
+from .inputs import InMemoryInputQueue, InputQueue, QueuedInput
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
 from .run_ids import (
     child_run_id,
@@ -45,9 +50,13 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointStatus",
     "DurableSession",
+    "InMemoryInputQueue",
     "InMemorySessionStore",
     "InMemoryStepJournal",
+    "InputArrived",
+    "InputQueue",
     "JournalStep",
+    "QueuedInput",
     "RunCompletedError",
     "SessionStore",
     "StepJournal",

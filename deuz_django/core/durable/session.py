@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .checkpoint import AgentCheckpoint
+from .inputs import InMemoryInputQueue
 from .step_journal import StepJournal
 
 
@@ -37,13 +38,25 @@ class DurableSession:
 
 class InMemorySessionStore:
     """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5); with a
-    ``step_journal``, what each step did between checkpoints too."""
+    ``step_journal``, what each step did between checkpoints too; with an
+    ``input_queue``, what people said to its runs (:mod:`.inputs`), marked delivered by
+    the save of the checkpoint that first holds it."""
 
-    def __init__(self, *, step_journal: StepJournal | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        step_journal: StepJournal | None = None,
+        input_queue: InMemoryInputQueue | None = None,
+    ) -> None:
         self._checkpoints: dict[str, AgentCheckpoint] = {}
         self.step_journal = step_journal
+        self.input_queue = input_queue
+        if input_queue is not None:
+            input_queue.attach(self.load)
 
     def save(self, checkpoint: AgentCheckpoint) -> None:
+        if self.input_queue is not None:
+            self.input_queue.record_checkpoint(checkpoint)  # may refuse: InputArrived
         self._checkpoints[checkpoint.run_id] = checkpoint
 
     def load(self, run_id: str) -> AgentCheckpoint | None:

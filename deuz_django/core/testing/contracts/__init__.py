@@ -20,6 +20,11 @@ names; pytest then runs every test of the contract against your backend::
         def stream_id(self):
             return "run-1"                 # a stream the journal may write
 
+    class TestMyInputQueue(InputQueueContract):
+        @pytest.fixture
+        def store(self):
+            return MyStore(...)            # a fresh store whose input_queue is tested
+
     class TestMyStepJournal(StepJournalContract):
         @pytest.fixture
         def step_journal(self):
@@ -37,11 +42,13 @@ import pytest
 
 # Failing asserts in the contracts then explain themselves as they do in a test module.
 pytest.register_assert_rewrite(
+    "deuz_django.core.testing.contracts.inputs",
     "deuz_django.core.testing.contracts.journal",
     "deuz_django.core.testing.contracts.step_journal",
     "deuz_django.core.testing.contracts.store",
 )
 
+from .inputs import InputQueueContract  # noqa: E402
 from .journal import StreamJournalContract  # noqa: E402
 from .samples import FixedClock, make_checkpoint  # noqa: E402
 from .step_journal import StepJournalContract  # noqa: E402
@@ -49,6 +56,7 @@ from .store import SessionStoreContract  # noqa: E402
 
 __all__ = [
     "FixedClock",
+    "InputQueueContract",
     "SessionStoreContract",
     "StepJournalContract",
     "StreamJournalContract",
