@@ -144,6 +144,10 @@ class Run(models.Model):
     # The digest of the agent's tool definitions when the run last suspended
     # (deuz_django.approvals.tool_versions): a deploy that changed them since shows on the run.
     tools_fingerprint = models.CharField(max_length=64, blank=True)
+    # The seq of the last input the run accepted (deuz_django.models.inputs): taken by a
+    # conditional update of this row, which a completing checkpoint's save also writes,
+    # so an input is either refused as too late or seen by that save.
+    input_seq = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)
