@@ -7,7 +7,9 @@ The hierarchy::
     ├── RunNotFound          no such run, or one the user may not see (REST: 404)
     ├── RunExists            a run with the caller-chosen id exists already (409)
     ├── RunBusy              another leg holds the run's lease (409)
-    │   └── ProcessStopping  this process is shutting down (SIGTERM); another continues
+    │   ├── ProcessStopping  this process is shutting down (SIGTERM); another continues
+    │   └── InputRejected    input while a leg runs, to an agent that takes none then
+    │                        (``steering="reject"``, 409)
     ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
     ├── ApprovalNotFound     no such approval on that run (400)
     ├── ApprovalAlreadyDecided  a decided approval never changes again (409)
@@ -17,6 +19,7 @@ The hierarchy::
     ├── RunStopped           a stop was asked for (a person, a run-wide limit, a loop):
     │                        the leg ends at its next fence and the run is ``stopped``
     ├── RunNotStoppable      the run is completed or stopped already (409)
+    ├── RunNotSteerable      input for a run that is completed or stopped (409)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
     ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
@@ -81,6 +84,21 @@ class ProcessStopping(RunBusy):
         self.run_id = run_id
 
 
+class InputRejected(RunBusy):
+    """Input sent while a leg runs the run, to an agent whose ``steering`` is
+    ``"reject"``: it takes input only while the run waits."""
+
+    code = "input_rejected"
+
+    def __init__(self, run_id: str) -> None:
+        DeuzError.__init__(
+            self,
+            f"Run '{run_id}' is busy answering, and its agent takes no input while it "
+            "runs; send it once the run waits for you.",
+        )
+        self.run_id = run_id
+
+
 class RunNotResumable(DeuzError):
     code = "run_not_resumable"
 
@@ -114,6 +132,12 @@ class RunStopped(DeuzError):
 
 class RunNotStoppable(DeuzError):
     code = "run_not_stoppable"
+
+
+class RunNotSteerable(DeuzError):
+    """Input for a run that is completed or stopped: nothing will read it."""
+
+    code = "run_not_steerable"
 
 
 class LeaseLost(DeuzError):

@@ -1,5 +1,6 @@
 """The run service: the one module the admin, REST API, WebSocket consumer and the ``deuz``
-command call to start runs, decide approvals, continue runs and recover crashed ones.
+command call to start runs, decide approvals, continue runs, steer them (``send_input``,
+:mod:`deuz_django.runs.steering`) and recover crashed ones.
 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
 the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
@@ -64,6 +65,7 @@ from .runs.continuing import (
 from .runs.outcomes import ABORTED, LegOutcome
 from .runs.recoverable import recoverable_runs
 from .runs.recovery import who_continues
+from .runs.steering import asend_input, send_input
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic
 from .storage.store import DjangoSessionStore
@@ -82,6 +84,7 @@ __all__ = [
     "approval_signer",
     "arecord_verdicts",
     "aresume_run",
+    "asend_input",
     "astart_run",
     "astop_run",
     "current_pending",
@@ -93,6 +96,7 @@ __all__ = [
     "record_verdicts",
     "recoverable_runs",
     "resume_run",
+    "send_input",
     "start_run",
     "stop_run",
     "verdict_refusals",

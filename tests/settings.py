@@ -59,6 +59,19 @@ DEUZ = {
         "tokens_bounded": "tests.django.runaway_agents.tokens_bounded",
         "mailer": "tests.django.versioned_agents.mailer",
         "planned": "tests.reliability.planned_agent.planned",
+        **{
+            name: f"tests.django.steering_agents.{name}"
+            for name in (
+                "echoer",
+                "echoer_interrupt",
+                "echoer_reject",
+                "pauser",
+                "pauser_interrupt",
+                "pauser_reject",
+                "emailer",
+                "emailer_reject",
+            )
+        },
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

@@ -110,7 +110,8 @@ LAYERS = tuple(
         "conf exceptions signals _moved",
         "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
         "storage",
-        "approvals rules notifications streaming.live runs.stopping runs.transcript "
+        "approvals rules notifications streaming.live runs.stopping runs.steering "
+        "runs.transcript "
         "runs.threads runs.draining runs.recoverable runs.lease_renewal",
         "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
         "services runs.continuing runs.recovery deadlines.sweep streaming.following "
