@@ -297,7 +297,7 @@ class LegStream:
             feed.set_writing(self.run_id, False)
             if _controllers.get(self.run_id) is self.controller:
                 del _controllers[self.run_id]
-            if _interrupters.get(self.run_id) is self.interrupter:
+            if self.interrupter and _interrupters.get(self.run_id) is self.interrupter:
                 del _interrupters[self.run_id]
             if self._listener is not None:
                 self._listener.cancel()

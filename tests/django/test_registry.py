@@ -73,5 +73,5 @@ def test_an_agent_queues_input_unless_it_says_otherwise() -> None:
 def test_an_unknown_steering_policy_is_a_configuration_error() -> None:
     from django.core.exceptions import ImproperlyConfigured
 
-    with pytest.raises(ImproperlyConfigured, match="AgentSpec.steering: expected"):
+    with pytest.raises(ImproperlyConfigured, match=r"AgentSpec\.steering: expected"):
         AgentSpec(model=agents.scripted.model, steering="queue")  # type: ignore[arg-type]
