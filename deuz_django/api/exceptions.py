@@ -9,7 +9,8 @@ one verdict of a batch — whenever the problem is about particular input. The h
     │   └── InvalidVerdicts  400  a verdict of the batch is unknown, repeated or its token fails
     ├── VerdictsForbidden    403  the user may not decide an approval of the batch
     ├── Conflict             409  the run is busy, completed, stopped, undecided, or a
-    │                             verdict is late
+    │                             verdict is late; input refused (``input_rejected``,
+    │                             ``run_not_steerable``)
     └── PayloadTooLarge      413  the body exceeds ``DATA_UPLOAD_MAX_MEMORY_SIZE``
 
 Service errors (:mod:`deuz_django.exceptions`) map onto these in :func:`exception_handler`;
@@ -38,6 +39,7 @@ from ..exceptions import (
     RunExists,
     RunNotFound,
     RunNotResumable,
+    RunNotSteerable,
     RunNotStoppable,
     UnknownAgent,
 )
@@ -152,6 +154,7 @@ def translate(exc: Exception) -> Exception:
         RunBusy
         | RunNotResumable
         | RunNotStoppable
+        | RunNotSteerable
         | RunExists
         | ApprovalAlreadyDecided,
     ):
