@@ -10,6 +10,8 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
      "reason": "…", "token": "v1.…"}   # optional "result", "editedInput", "allow", "answer"
     {"type": "cancel", "runId": "…"}                               # abort the run's leg
     {"type": "stop", "runId": "…", "reason": "…"}   # stop the run for good, anywhere
+    {"type": "input", "runId": "…", "text": "…", "inputId": "…"}   # steer it (inputId
+                                                    # optional: a retry queues nothing twice)
 
 Server → client::
 
@@ -19,6 +21,9 @@ Server → client::
     {"type": "approval-recorded", "runId": "…", "approvalId": "…", "status": "approved",
      "resuming": true}
     {"type": "stop-requested", "runId": "…", "status": "stopped"}  # or still "running"
+    {"type": "input-queued", "runId": "…", "inputId": "…", "seq": 3}   # durable; the
+        # part {"type": "data-input-delivered", "payload": {"inputId", …}} follows when a
+        # step boundary delivers it
     {"type": "error", "code": "…", "message": "…"}                 # the socket stays open
 
 A run never depends on the socket: its leg runs in a task holding the run's lease and
@@ -41,7 +46,7 @@ from ..exceptions import NotPermitted
 from ..models import Approval, Run
 from ..permissions import can_resume_run, is_signed_in
 from ..runs.continuing import acontinue_quietly
-from ..services import arecord_verdicts, astart_run, astop_run
+from ..services import arecord_verdicts, asend_input, astart_run, astop_run
 from . import frames, live
 from .following import Unavailable, follow
 from .frames import FrameError
@@ -195,6 +200,19 @@ class RunConsumer(AsyncWebsocketConsumer):
         run = await astop_run(frame["runId"], user=self.user, reason=frame["reason"])
         await self._send(type="stop-requested", runId=run.run_id, status=run.status)
 
+    async def handle_input(self, frame: dict[str, Any]) -> None:
+        """Steer the run (``POST runs/<id>/inputs/``): ``input-queued`` once the input
+        is durable; the run's stream says when a step boundary delivers it."""
+        queued = await asend_input(
+            frame["runId"], frame["text"], user=self.user, input_id=frame.get("inputId")
+        )
+        await self._send(
+            type="input-queued",
+            runId=frame["runId"],
+            inputId=queued.input_id,
+            seq=queued.seq,
+        )
+
     HANDLERS = {
         "start": handle_start,
         "subscribe": handle_subscribe,
@@ -202,6 +220,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         "approval-response": handle_approval_response,
         "cancel": handle_cancel,
         "stop": handle_stop,
+        "input": handle_input,
     }
 
     # -- following a run --------------------------------------------------------------------

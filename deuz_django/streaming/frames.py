@@ -1,10 +1,11 @@
 """The WebSocket's client frames, read with the REST API's own serializers and JSON rules.
 
 One input vocabulary: a ``start`` frame is what ``POST runs/`` takes, an
-``approval-response`` is one verdict of ``POST runs/<id>/verdicts/``, and every run id
-follows the API's rule. A frame the serializers refuse is a :class:`FrameError` whose
-message names the field as the API's error items do; service errors become the same
-codes and messages as over REST (:func:`service_error`).
+``approval-response`` is one verdict of ``POST runs/<id>/verdicts/``, an ``input`` what
+``POST runs/<id>/inputs/`` takes, and every run id follows the API's rule. A frame the
+serializers refuse is a :class:`FrameError` whose message names the field as the API's
+error items do; service errors become the same codes and messages as over REST
+(:func:`service_error`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from rest_framework import exceptions, serializers
 
 from ..api.exceptions import DeuzAPIException, error_item, field_problems, translate
+from ..api.inputs import SendInputSerializer
 from ..api.parsers import loads
 from ..api.serializers import (
     RunIdField,
@@ -56,6 +58,12 @@ class StopFrame(StopSerializer):
     runId = RunIdField()
 
 
+class InputFrame(SendInputSerializer):
+    """``input``: the run, and what to tell it (``POST runs/<id>/inputs/``'s body)."""
+
+    runId = RunIdField()
+
+
 FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "start": StartRunSerializer,
     "subscribe": SubscribeFrame,
@@ -63,6 +71,7 @@ FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "approval-response": ApprovalResponseFrame,
     "cancel": RunFrame,
     "stop": StopFrame,
+    "input": InputFrame,
 }
 
 
