@@ -1,5 +1,6 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-recover, sweep, prune), each with its own options; bad arguments exit with argparse's 2."""
+input, recover, sweep, prune), each with its own options; bad arguments exit with
+argparse's 2."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def add_actions(parser: ArgumentParser) -> None:
     actions = parser.add_subparsers(
         dest="action", metavar="ACTION", required=True, parser_class=Parser
     )
-    for add in (_runs, _show, _resume, _stop, _recover, _sweep, _prune):
+    for add in (_runs, _show, _resume, _stop, _input, _recover, _sweep, _prune):
         add(actions)
 
 
@@ -97,6 +98,33 @@ def _stop(actions: _SubParsersAction[Any]) -> None:
         "--operator",
         metavar="NAME",
         help="An operator stop (no user permission rules), recorded with NAME.",
+    )
+
+
+def _input(actions: _SubParsersAction[Any]) -> None:
+    """``input RUN TEXT``: steer a run."""
+    steer = actions.add_parser(
+        "input",
+        help="Send a run input: delivered at its next step boundary as a user message.",
+    )
+    steer.add_argument("run_id")
+    steer.add_argument("text")
+    steer.add_argument(
+        "--input-id",
+        metavar="ID",
+        help="Your id for the input: sent again, nothing is queued twice.",
+    )
+    sender = steer.add_mutually_exclusive_group(required=True)
+    sender.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USERNAME",
+        help="Send as this user, with their permissions.",
+    )
+    sender.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="An operator's input (no user permission rules), recorded with NAME.",
     )
 
 

@@ -1,10 +1,11 @@
-"""``manage.py deuz``: list, show, resume, stop, recover, sweep and prune durable runs.
+"""``manage.py deuz``: list, show, resume, stop, steer, recover, sweep and prune runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
     deuz resume RUN_ID [--approve ID ...] [--deny ID ... --reason TEXT] [--deny-remaining]
                        [--as USERNAME | --operator NAME]
     deuz stop RUN_ID (--as USERNAME | --operator NAME) [--reason TEXT]
+    deuz input RUN_ID TEXT (--as USERNAME | --operator NAME) [--input-id ID]
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -55,6 +56,7 @@ from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
 from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
+from ..inputs import InputAction
 from ..output import (
     BAD_ARGUMENTS,
     NOT_PERMITTED,
@@ -73,7 +75,7 @@ NO_DECIDER = (
 )
 
 
-class Command(BaseCommand):
+class Command(InputAction, BaseCommand):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(
