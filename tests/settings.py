@@ -59,6 +59,7 @@ DEUZ = {
         "tokens_bounded": "tests.django.runaway_agents.tokens_bounded",
         "mailer": "tests.django.versioned_agents.mailer",
         "planned": "tests.reliability.planned_agent.planned",
+        "steered": "tests.reliability.steering_agent.steered",
         **{
             name: f"tests.django.steering_agents.{name}"
             for name in (
