@@ -16,6 +16,7 @@ edit a call's input         who may approve it, holding ``deuz_django.edit_appro
                             (the tool must be ``editable``; the rules above depend on the
                             tool only, which an edit never changes)
 resume a run                its owner; a user holding ``deuz_django.resume_run``
+send a run input            who may resume it (:mod:`deuz_django.runs.steering`)
 ==========================  ===============================================================
 
 Anonymous users may do none of these. A run a user may not see is reported as not found.
