@@ -54,6 +54,7 @@ FIELDS = [
     "verdicts",
     "resume",
     "denyRemaining",
+    "inputId",
 ]
 
 
@@ -91,7 +92,7 @@ def no_approval_without_a_token() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/"])
+@pytest.mark.parametrize("endpoint", ["runs/", "verdicts/", "resume/", "inputs/"])
 @EXAMPLES
 @given(data=st.data())
 def test_no_rest_body_yields_a_server_error(
@@ -120,7 +121,15 @@ def test_no_rest_body_yields_a_server_error(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     "frame_type",
-    ["start", "subscribe", "unsubscribe", "approval-response", "cancel", "other"],
+    [
+        "start",
+        "subscribe",
+        "unsubscribe",
+        "approval-response",
+        "cancel",
+        "input",
+        "other",
+    ],
 )
 @EXAMPLES
 @given(data=st.data())
