@@ -3,10 +3,12 @@
 An input is accepted by one transaction that first takes the run's next ``input_seq``
 — a conditional ``UPDATE`` of the run row, refused for a run that is completed or
 stopped — then inserts its row: the update locks the row (PostgreSQL) or the database
-(SQLite), so inputs of a run are numbered without gaps or races, and an input racing a
-completing checkpoint is either refused or seen by that checkpoint's save, which
-updates the same row (:meth:`DjangoInputQueue.record_checkpoint`, called by
-:class:`~deuz_django.storage.store.DjangoSessionStore` inside its transaction).
+(SQLite), so inputs of a run are numbered without gaps or races. A completing
+checkpoint's save updates the same row only while its ``input_seq`` is no further than
+what the run has had delivered (:meth:`DjangoInputQueue.completion_watermark`), so an
+input racing it is either refused (the run completed first) or refuses the completion
+(:class:`InputArrived`). The save marks the inputs it delivers in its transaction
+(:meth:`DjangoInputQueue.mark_delivered`).
 
 A leg reads the queue at every step boundary: one plain statement that finds nothing in
 the common case (the rows are read through the ORM only when there are some).
@@ -20,7 +22,7 @@ from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from ..core import Message
@@ -138,35 +140,56 @@ class DjangoInputQueue:
     # -- the store's part -----------------------------------------------------------------
 
     @staticmethod
-    def record_checkpoint(
+    def mark_delivered(
         run_pk: int, checkpoint: AgentCheckpoint, added: Sequence[Message]
     ) -> None:
-        """Inside the save of ``checkpoint`` (its run row written, so locked): mark the
-        inputs the ``added`` messages carry delivered, and refuse a ``completed`` one
-        that leaves input undelivered (:class:`InputArrived` rolls the save back)."""
-        carried = carried_inputs(added)
-        if carried:
-            held = Q()
-            for seq, input_id in carried.items():
-                held |= Q(seq=seq, input_id=input_id)
+        """Inside the save of ``checkpoint``: the inputs the ``added`` messages carry
+        are delivered, before the model call of the step the checkpoint ends."""
+        held = _held(carried_inputs(added))
+        if held is not None:
             RunInput.objects.filter(held, run_id=run_pk, delivered_at_step=None).update(
                 delivered_at_step=checkpoint.step_index - 1,
                 delivered_at=timezone.now(),
             )
-        if checkpoint.status != "completed":
-            return
-        missing = tuple(
-            RunInput.objects.filter(run_id=run_pk, delivered_at_step=None)
+
+    @staticmethod
+    def completion_watermark(run_pk: int, checkpoint: AgentCheckpoint) -> int:
+        """Before a ``completed`` checkpoint's save: the last ``seq`` the run will have
+        had delivered (inputs are delivered in ``seq`` order), counting those the
+        checkpoint holds. The save's update of the run row requires ``input_seq`` no
+        greater: an input accepted past it refuses the completion."""
+        held = Q(delivered_at_step__isnull=False)
+        carried = _held(carried_inputs(checkpoint.messages))
+        if carried is not None:
+            held |= carried
+        found = RunInput.objects.filter(held, run_id=run_pk).aggregate(last=Max("seq"))
+        return int(found["last"] or 0)
+
+    @staticmethod
+    def arrived(run_pk: int, run_id: str, watermark: int) -> InputArrived | None:
+        """After a completion's update of the run row changed nothing: whether input
+        accepted past ``watermark`` is why."""
+        late = tuple(
+            RunInput.objects.filter(run_id=run_pk, seq__gt=watermark)
             .order_by("seq")
             .values_list("seq", flat=True)
         )
-        if missing:
-            raise InputArrived(checkpoint.run_id, missing)
+        return InputArrived(run_id, late) if late else None
 
     @staticmethod
     def delivers(added: Sequence[Message]) -> bool:
         """Whether messages a save adds carry inputs (the save then marks them)."""
         return bool(carried_inputs(added))
+
+
+def _held(carried: dict[int, str]) -> Q | None:
+    """The rows of the inputs ``carried`` names, seq and id alike (``None``: none)."""
+    if not carried:
+        return None
+    held = Q()
+    for seq, input_id in carried.items():
+        held |= Q(seq=seq, input_id=input_id)
+    return held
 
 
 def _known(run_id: str, input_id: str) -> QueuedInput | None:

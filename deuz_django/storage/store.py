@@ -153,7 +153,7 @@ class DjangoSessionStore:
             if start < len(messages):
                 insert_messages(pk, messages, start)
             if not is_child_run_id(run_id):
-                self.input_queue.record_checkpoint(pk, checkpoint, messages[start:])
+                self.input_queue.mark_delivered(pk, checkpoint, messages[start:])
             suspended = checkpoint.status == "suspended"
             if suspended and self.on_suspended and not is_child_run_id(run_id):
                 self.on_suspended(pk, checkpoint)
@@ -282,6 +282,17 @@ class DjangoSessionStore:
                     return False
             else:
                 rows = rows.held_by(lease)
+        completing = checkpoint.status == "completed"
+        if completing and not is_child_run_id(checkpoint.run_id):
+            # No run completes with input it has not read: the input's seq is taken
+            # on this row, so the condition holds against a concurrent input too.
+            watermark = DjangoInputQueue.completion_watermark(pk, checkpoint)
+            if rows.filter(input_seq__lte=watermark).update(**_run_values(checkpoint)):
+                return True
+            arrived = DjangoInputQueue.arrived(pk, checkpoint.run_id, watermark)
+            if arrived is not None:
+                raise arrived  # rolls the save back
+            return False
         return rows.update(**_run_values(checkpoint)) == 1
 
     @staticmethod

@@ -10,14 +10,13 @@ middle to type into. ``pauser`` first calls ``pause``, a tool that waits for the
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Sequence
 
 from deuz_django.core import ModelRequest, tool
 from deuz_django.core.testing import FunctionModel, ScriptedReply, reply
 from deuz_django.registry import AgentSpec
 
-from .agents import GATE_TIMEOUT_SECONDS, record_effect, send_email
+from .agents import record_effect, send_email, wait_for_gate
 
 PAUSE_HOOKS: list[Callable[[], None]] = []
 
@@ -49,14 +48,7 @@ def echoing(first: Sequence[tuple[str, str, dict[str, object]]] = ()) -> Functio
 def pause(label: str) -> str:
     """Wait for the test's gate (not gated: the leg holds the run meanwhile)."""
     record_effect(f"pause:{label}:start")
-    gate = os.environ.get("DEUZ_TEST_GATE")
-    deadline = time.monotonic() + GATE_TIMEOUT_SECONDS
-    while gate and not os.path.exists(gate):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the test never opened the gate {gate}")
-        time.sleep(0.01)
-    for hook in PAUSE_HOOKS:
-        hook()
+    wait_for_gate(PAUSE_HOOKS)
     record_effect(f"pause:{label}:end")
     return f"paused {label}"
 
