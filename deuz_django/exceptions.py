@@ -8,7 +8,9 @@ The hierarchy::
     ├── RunExists            a run with the caller-chosen id exists already (409; the
     │                        core's RunExistsError)
     ├── RunBusy              another leg holds the run's lease (409)
-    │   └── ProcessStopping  this process is shutting down (SIGTERM); another continues
+    │   ├── ProcessStopping  this process is shutting down (SIGTERM); another continues
+    │   └── InputRejected    input while a leg runs, to an agent that takes none then
+    │                        (``steering="reject"``, 409)
     ├── RunNotResumable      the run is completed, or approvals are still undecided (409)
     ├── ApprovalNotFound     no such approval on that run (400)
     ├── ApprovalAlreadyDecided  a decided approval never changes again (409)
@@ -20,6 +22,7 @@ The hierarchy::
     ├── RunNotStoppable      the run is completed or stopped already (409)
     ├── RunNotReplayable     the run is not finished, or a replay's original is gone (409)
     ├── NotAReplay           the run replays nothing: there is nothing to compare (404)
+    ├── RunNotSteerable      input for a run that is completed or stopped (409)
     ├── LeaseLost            this leg's lease was taken over; its writes are refused
     ├── CheckpointSaveFailed a save failed: the leg stopped, recovery continues the run
     └── UnknownAgent         no agent registered under that name (also a config error)
@@ -85,6 +88,21 @@ class ProcessStopping(RunBusy):
         self.run_id = run_id
 
 
+class InputRejected(RunBusy):
+    """Input sent while a leg runs the run, to an agent whose ``steering`` is
+    ``"reject"``: it takes input only while the run waits."""
+
+    code = "input_rejected"
+
+    def __init__(self, run_id: str) -> None:
+        DeuzError.__init__(
+            self,
+            f"Run '{run_id}' is busy answering, and its agent takes no input while it "
+            "runs; send it once the run waits for you.",
+        )
+        self.run_id = run_id
+
+
 class RunNotResumable(DeuzError):
     code = "run_not_resumable"
 
@@ -131,6 +149,12 @@ class NotAReplay(DeuzError, LookupError):
     """The run is no replay (or its original was deleted): there is nothing to compare."""
 
     code = "not_a_replay"
+
+
+class RunNotSteerable(DeuzError):
+    """Input for a run that is completed or stopped: nothing will read it."""
+
+    code = "run_not_steerable"
 
 
 class LeaseLost(DeuzError):

@@ -20,6 +20,7 @@ fork a run                  its owner; a user holding ``deuz_django.fork_run`` (
                             also see the run); the fork is the forking user's run
 replay a run                its owner; a user holding ``deuz_django.replay_run`` (who must
                             also see the run); the replay is a run of the one who asked
+send a run input            who may resume it (:mod:`deuz_django.runs.steering`)
 ==========================  ===============================================================
 
 Anonymous users may do none of these. A run a user may not see is reported as not found.

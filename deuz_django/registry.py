@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Literal, get_args
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
@@ -28,13 +28,20 @@ from .runs.limits import settings_problem as limits_problem
 
 logger = logging.getLogger("deuz_django")
 
+# What an agent does with input sent while it runs (docs/steering.md): queue it for the
+# next step boundary, also cut the model's turn in progress short for it, or refuse it.
+Steering = Literal["enqueue", "interrupt", "reject"]
+STEERING_POLICIES: tuple[str, ...] = get_args(Steering)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentSpec:
     """An agent: its model, tools, system prompt and the loop options every leg uses,
     how long its gated calls may wait for a person (:mod:`deuz_django.deadlines`:
-    ``deadline`` for every call, ``deadlines`` by tool path) and its overrides of the
-    run-wide limits (:mod:`deuz_django.runs.limits`)."""
+    ``deadline`` for every call, ``deadlines`` by tool path), its overrides of the
+    run-wide limits (:mod:`deuz_django.runs.limits`) and what it does with input sent
+    while it runs (``steering``: ``"enqueue"``, ``"interrupt"`` or ``"reject"``,
+    :mod:`deuz_django.runs.steering`)."""
 
     model: LanguageModel
     tools: Sequence[Tool] | Mapping[str, Tool] = ()
@@ -44,11 +51,17 @@ class AgentSpec:
     deadline: Deadline | None = None
     deadlines: Mapping[str, Deadline] = field(default_factory=dict)
     limits: Mapping[str, Any] = field(default_factory=dict)
+    steering: Steering = "enqueue"
 
     def __post_init__(self) -> None:
         problem = limits_problem(self.limits, "AgentSpec.limits")
         if problem is not None:
             raise ImproperlyConfigured(problem)
+        if self.steering not in STEERING_POLICIES:
+            raise ImproperlyConfigured(
+                "AgentSpec.steering: expected 'enqueue', 'interrupt' or 'reject', "
+                f"got {self.steering!r}"
+            )
         if self.deadline is not None and not isinstance(self.deadline, Deadline):
             raise InvalidDeadline(
                 f"AgentSpec.deadline: expected a Deadline, got {self.deadline!r}"
@@ -158,12 +171,20 @@ def agent_deadlines(name: str) -> DeadlineRules:
     return load_agent(name).deadline_rules
 
 
+@cache
+def agent_steering(name: str) -> Steering:
+    """The steering policy of the agent registered as ``name``, read once per process
+    like :func:`agent_tools`."""
+    return load_agent(name).steering
+
+
 def forget_agents_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
     """``setting_changed`` receiver, connected in ``AppConfig.ready``."""
     if setting == "DEUZ":
         agent_tools.cache_clear()
         agent_pricer.cache_clear()
         agent_deadlines.cache_clear()
+        agent_steering.cache_clear()
 
 
 def find_tool(

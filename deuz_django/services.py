@@ -1,6 +1,6 @@
 """The run service: the one module the admin, REST API, WebSocket consumer and the ``deuz``
-command call to start runs, decide approvals, continue, fork (:func:`fork_run`) and stop
-runs and recover crashed ones.
+command call to start runs, decide approvals, continue, fork (:func:`fork_run`), steer
+(``send_input``, :mod:`deuz_django.runs.steering`) and stop runs and recover crashed ones.
 
 Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
 the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
@@ -64,6 +64,7 @@ from .runs.outcomes import ABORTED, LegOutcome
 from .runs.recoverable import recoverable_runs
 from .runs.recovery import who_continues
 from .runs.replays import create_replay
+from .runs.steering import asend_input, send_input
 from .runs.stopping import request_stop
 from .storage.db import bounded_atomic
 from .storage.store import DjangoSessionStore
@@ -84,6 +85,7 @@ __all__ = [
     "arecord_verdicts",
     "areplay_run",
     "aresume_run",
+    "asend_input",
     "astart_run",
     "astop_run",
     "current_pending",
@@ -97,6 +99,7 @@ __all__ = [
     "recoverable_runs",
     "replay_run",
     "resume_run",
+    "send_input",
     "start_run",
     "stop_run",
     "verdict_refusals",

@@ -63,6 +63,20 @@ DEUZ = {
         "mailing": "tests.django.replay_agents.mailing",
         "mailing_v2": "tests.django.replay_agents.mailing_v2",
         "diverging": "tests.django.replay_agents.diverging",
+        "steered": "tests.reliability.steering_agent.steered",
+        **{
+            name: f"tests.django.steering_agents.{name}"
+            for name in (
+                "echoer",
+                "echoer_interrupt",
+                "echoer_reject",
+                "pauser",
+                "pauser_interrupt",
+                "pauser_reject",
+                "emailer",
+                "emailer_reject",
+            )
+        },
     },
     "LEASE_SECONDS": float(os.environ.get("DEUZ_LEASE_SECONDS", "30")),
     # Servers and workers that tests start sweep only when a test asks them to.

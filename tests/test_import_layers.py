@@ -110,8 +110,9 @@ LAYERS = tuple(
         "conf exceptions signals _moved",
         "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
         "storage",
-        "approvals rules notifications streaming.live runs.stopping runs.transcript "
-        "runs.threads runs.draining runs.recoverable runs.lease_renewal runs.replays",
+        "approvals rules notifications streaming.live runs.stopping runs.steering "
+        "runs.transcript runs.threads runs.draining runs.recoverable runs.lease_renewal "
+        "runs.replays",
         "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
         "services runs.continuing runs.forking runs.recovery deadlines.sweep "
         "streaming.following checks apps",

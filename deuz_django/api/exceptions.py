@@ -9,7 +9,8 @@ one verdict of a batch — whenever the problem is about particular input. The h
     │   └── InvalidVerdicts  400  a verdict of the batch is unknown, repeated or its token fails
     ├── VerdictsForbidden    403  the user may not decide an approval of the batch
     ├── Conflict             409  the run is busy, completed, stopped, undecided, not
-    │                             finished (a replay), or a verdict is late
+    │                             finished (a replay), or a verdict is late; input
+    │                             refused (``input_rejected``, ``run_not_steerable``)
     └── PayloadTooLarge      413  the body exceeds ``DATA_UPLOAD_MAX_MEMORY_SIZE``
 
 Service errors (:mod:`deuz_django.exceptions`) map onto these in :func:`exception_handler`;
@@ -40,6 +41,7 @@ from ..exceptions import (
     RunNotFound,
     RunNotReplayable,
     RunNotResumable,
+    RunNotSteerable,
     RunNotStoppable,
     UnknownAgent,
 )
@@ -157,6 +159,7 @@ def translate(exc: Exception) -> Exception:
         | RunNotResumable
         | RunNotStoppable
         | RunNotReplayable
+        | RunNotSteerable
         | RunExists
         | ApprovalAlreadyDecided,
     ):

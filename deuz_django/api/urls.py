@@ -15,7 +15,7 @@ from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..streaming.sse import run_stream
-from . import views
+from . import inputs, views
 from .docs import operation
 
 app_name = "deuz"
@@ -95,6 +95,7 @@ urlpatterns = [
         views.RunComparisonView.as_view(),
         name="run-comparison",
     ),
+    path("runs/<str:runId>/inputs/", inputs.RunInputsView.as_view(), name="run-inputs"),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

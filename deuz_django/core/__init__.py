@@ -6,7 +6,7 @@
 
 from ._loop.options import PrepareStepInfo, StepOverrides
 from ._loop.settle import waiting_client_calls
-from .abort import AbortController, AbortSignal
+from .abort import AbortController, AbortSignal, TurnInterrupter
 from .agents import agent_tool
 from .approvals import ToolApprovalRequest, ToolApprovalResponse
 from .ask_human import ask_human
@@ -47,6 +47,7 @@ from .messages import (
 from .model import ForcedTool, LanguageModel, ModelEvent, ModelRequest, ToolDefinition
 from .parts import (
     CostPart,
+    DataPart,
     ErrorPart,
     FinishPart,
     ReasoningDeltaPart,
@@ -86,6 +87,7 @@ __all__ = [
     "Clock",
     "Comparison",
     "CostPart",
+    "DataPart",
     "Deps",
     "DeuzError",
     "ErrorPart",
@@ -146,6 +148,7 @@ __all__ = [
     "ToolResultPart",
     "ToolStatePart",
     "ToolUsePart",
+    "TurnInterrupter",
     "Usage",
     "agent_tool",
     "ask_human",

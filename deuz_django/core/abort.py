@@ -86,3 +86,57 @@ def any_signal(*signals: AbortSignal | None) -> AbortSignal:
         if signal is not None:
             follow(signal)
     return combined.signal
+
+
+class TurnInterrupter:
+    """Cuts the model turn in progress short, never a tool: steering's ``interrupt``.
+
+    Pass one as a loop call's ``interrupt`` option, and call :meth:`interrupt` (from any
+    thread) once an input is queued for the run. A leg in a model turn discards it —
+    nothing of it is recorded in the step journal, none of its calls runs — and goes
+    back to its step boundary, where it takes the input
+    (:mod:`deuz_django.core.durable.inputs`). A leg running tools is left alone: the
+    input waits for the next boundary. An interrupt between the boundary's read of the
+    queue and the model call interrupts that call at once, so no input waits a whole
+    turn because of a race. Without an input queue on the leg's store it does nothing.
+    """
+
+    __slots__ = ("_controller", "_loop", "_requested")
+
+    def __init__(self) -> None:
+        self._requested = False
+        self._controller: AbortController | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def interrupt(self) -> None:
+        self._requested = True
+        controller, loop = self._controller, self._loop
+        if controller is None or loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            controller.abort()
+        else:
+            loop.call_soon_threadsafe(controller.abort)
+
+    # -- the loop's side ----------------------------------------------------------------
+
+    def begin_boundary(self) -> None:
+        """The leg is about to read the queue: what was asked before is answered."""
+        self._requested = False
+
+    def begin_turn(self) -> AbortSignal:
+        """The signal of the model call about to start (aborted at once when an
+        interrupt came since :meth:`begin_boundary`)."""
+        controller = AbortController()
+        self._loop = asyncio.get_running_loop()
+        self._controller = controller  # published before the flag is read
+        if self._requested:
+            controller.abort()
+        return controller.signal
+
+    def end_turn(self) -> None:
+        self._controller = None

@@ -16,6 +16,8 @@ The hierarchy::
     ├── CheckpointNotFoundError   resume of a run id the store does not know
     ├── RunCompletedError         resume of a run whose checkpoint is ``completed`` (D5)
     ├── RunExistsError            a new run (a fork) under a run id that is taken
+    ├── InputArrived              a ``completed`` checkpoint refused: input arrived that
+    │                             its history does not hold (the loop steps on instead)
     ├── UnauthorizedExecution     a call was about to run on a decision that does not
     │                             authorize it (another call's, or one used already)
     ├── ReplayDiverged            a replayed model asked for a call the original run has
@@ -172,6 +174,23 @@ class RunCompletedError(DeuzError):
             "and call generate_text/stream_chat with the same session (the escape hatch)."
         )
         self.run_id = run_id
+
+
+class InputArrived(DeuzError):
+    """A store with an input queue refused to save a ``completed`` checkpoint: the run
+    has accepted input its history does not hold (it came in as the model finished).
+    The loop delivers it and takes one more step; the run never completes with input
+    unanswered (:mod:`deuz_django.core.durable.inputs`)."""
+
+    code = "input_arrived"
+
+    def __init__(self, run_id: str, seqs: tuple[int, ...]) -> None:
+        super().__init__(
+            f"Run '{run_id}' has input it has not answered yet "
+            f"(seq {', '.join(map(str, seqs))}); it does not complete."
+        )
+        self.run_id = run_id
+        self.seqs = seqs
 
 
 class WebhookSignatureError(DeuzError, ValueError):

@@ -12,7 +12,7 @@ from typing import Any, Required, TypedDict, Unpack
 
 from ._loop.engine import LoopRun
 from ._loop.options import PrepareStep, ResumeSource, fresh_options, loop_options
-from .abort import AbortSignal
+from .abort import AbortSignal, TurnInterrupter
 from .approvals import ApprovalSignerLike, ToolApprovalResponse
 from .deps import Deps
 from .durable.session import DurableSession
@@ -44,6 +44,7 @@ class CallOptions(TypedDict, total=False):
     approval_max_age_ms: float | None
     max_tool_concurrency: int
     signal: AbortSignal | None
+    interrupt: TurnInterrupter | None
     deps: Deps | None
 
 

@@ -202,6 +202,20 @@ class CostPart:
 
 
 @dataclass(frozen=True, slots=True)
+class DataPart:
+    """Application data in the stream (R4.1's ``data{name, payload}``); on the UI wire
+    ``{"type": "data-<name>", "payload": …}``. The loop emits ``input-delivered`` when it
+    delivers a queued input (:mod:`deuz_django.core.durable.inputs`)."""
+
+    name: str
+    payload: Any
+    type: ClassVar[str] = "data"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "payload": self.payload}
+
+
+@dataclass(frozen=True, slots=True)
 class FinishPart:
     """The last part of a leg (also what a model emits at the end of its turn)."""
 
@@ -246,6 +260,7 @@ StreamPart = (
     | StepFinishPart
     | SubAgentPart
     | CostPart
+    | DataPart
     | FinishPart
     | ErrorPart
 )

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from .parts import (
     CostPart,
+    DataPart,
     ErrorPart,
     FinishPart,
     ReasoningDeltaPart,
@@ -37,7 +38,7 @@ _SECRET_PATTERNS = (
     re.compile(r"Bearer\s+[A-Za-z0-9._-]+", re.IGNORECASE),
 )
 # Parts only a v2 client understands; a v1 client never sees them (R11.6).
-V2_ONLY = frozenset({"tool-state", "cost"})
+V2_ONLY = frozenset({"tool-state", "cost", "data"})
 
 
 def redact(text: str) -> str:
@@ -93,6 +94,8 @@ def to_ui_part(part: StreamPart, version: WireVersion = "v2") -> dict[str, Any] 
             if mapped is None:
                 return None
             return {"type": "sub-agent", "agentPath": list(path), "part": mapped}
+        case DataPart(name=name, payload=payload):
+            return {"type": f"data-{name}", "payload": payload}
         case FinishPart():
             return {
                 "type": "finish",

@@ -1,5 +1,6 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-fork, replay, recover, sweep, prune), each with its own options; bad arguments exit with
+fork, replay, input, recover, sweep, prune), each with its own options; bad arguments exit
+with
 argparse's 2."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def add_actions(parser: ArgumentParser) -> None:
         _stop,
         _fork,
         add_replay,
+        _input,
         _recover,
         _sweep,
         _prune,
@@ -154,6 +156,33 @@ def _fork(actions: _SubParsersAction[Any]) -> None:
         metavar="NAME",
         help="An operator fork (no user permission rules); the fork stays the "
         "parent owner's.",
+    )
+
+
+def _input(actions: _SubParsersAction[Any]) -> None:
+    """``input RUN TEXT``: steer a run."""
+    steer = actions.add_parser(
+        "input",
+        help="Send a run input: delivered at its next step boundary as a user message.",
+    )
+    steer.add_argument("run_id")
+    steer.add_argument("text")
+    steer.add_argument(
+        "--input-id",
+        metavar="ID",
+        help="Your id for the input: sent again, nothing is queued twice.",
+    )
+    sender = steer.add_mutually_exclusive_group(required=True)
+    sender.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USERNAME",
+        help="Send as this user, with their permissions.",
+    )
+    sender.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="An operator's input (no user permission rules), recorded with NAME.",
     )
 
 

@@ -163,6 +163,10 @@ class Run(models.Model):
         related_name="replays",
     )
     replay_options = models.JSONField(null=True, blank=True)
+    # The seq of the last input the run accepted (deuz_django.models.inputs): taken by a
+    # conditional update of this row, which a completing checkpoint's save also writes,
+    # so an input is either refused as too late or seen by that save.
+    input_seq = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=200, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_generation = models.PositiveBigIntegerField(default=0)

@@ -28,6 +28,7 @@ from ..core import (
     ErrorPart,
     ReplayDiverged,
     StreamPart,
+    TurnInterrupter,
     tracing,
 )
 from ..core.durable import resume_stream_from_checkpoint
@@ -99,14 +100,21 @@ def _prepare(
     return run, spec, verdicts, settle_max_age_ms(verdicts, run)
 
 
-async def _open_stream(lease: Lease, controller: AbortController) -> LegStream | None:
-    """The leg's journal and cancel listener; a journal that cannot open is logged, and
+async def _open_stream(
+    lease: Lease,
+    controller: AbortController,
+    interrupter: TurnInterrupter | None = None,
+) -> LegStream | None:
+    """The leg's journal and its listener for cancels (and interrupts, for an agent
+    whose ``steering`` is ``"interrupt"``); a journal that cannot open is logged, and
     the leg runs without it (a run never depends on its readers). The run is marked
     ``journal_open`` until the leg's end is journaled, so that if this process dies
     first, recovery closes the journal for the readers."""
     try:
         await _database(_mark_journal_open, lease)
-        return await LegStream.open(lease.run_id, controller, fence=lease)
+        return await LegStream.open(
+            lease.run_id, controller, fence=lease, interrupter=interrupter
+        )
     except Exception:
         logger.exception(
             "deuz: the stream journal of run %s did not open", lease.run_id
@@ -274,11 +282,13 @@ async def _start(
             lease, controller.abort, limits=limits, price=agent_pricer(run.agent)
         ),
     )
+    interrupter = TurnInterrupter() if spec.steering == "interrupt" else None
     options.update(
         approval_responses=verdicts,
         approval_signer=approval_signer(),
         approval_max_age_ms=max_age_ms,
         signal=controller.signal,
+        interrupt=interrupter,
     )
 
     def save_failed(error: BaseException) -> None:
@@ -294,7 +304,7 @@ async def _start(
     )
     store.step_journal.executions = ExecutionCounts(run, limits)
     leg = resume_stream_from_checkpoint(store, run_id, **options)
-    return run, leg, await _open_stream(lease, controller)
+    return run, leg, await _open_stream(lease, controller, interrupter)
 
 
 async def _database[T](function: Callable[..., T], *args: Any, **kwargs: Any) -> T:

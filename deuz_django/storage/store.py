@@ -15,7 +15,11 @@ append to the remembered history — is one statement on PostgreSQL
 (:mod:`.boundary_write`); the ORM's path here handles everything else.
 
 The store's ``step_journal`` (:mod:`deuz_django.storage.step_journal`) records what each step did
-between checkpoints, so a resume repeats no model call and no tool call it recorded.
+between checkpoints, so a resume repeats no model call and no tool call it recorded. Its
+``input_queue`` (:mod:`deuz_django.storage.inputs`) holds what people said to a run as it
+ran: a save that adds the messages delivering inputs marks them delivered in its
+transaction, and a root run's ``completed`` save is refused while it leaves input
+undelivered (both take the ORM's path: they happen once in a while, not every step).
 
 A store built with a :class:`~deuz_django.storage.leases.Lease` refuses writes once that lease
 was taken over (fencing): the stale leg's save raises
@@ -39,6 +43,7 @@ from ..core import Message, Tool
 from ..core.durable import (
     AgentCheckpoint,
     ForkEdit,
+    InputArrived,
     child_run_id_prefix,
     is_child_run_id,
     parent_run_id,
@@ -56,6 +61,7 @@ from .history import (
     message_rows,
     stored_prefix,
 )
+from .inputs import DjangoInputQueue
 from .leases import Lease
 from .step_journal import DjangoStepJournal
 
@@ -110,6 +116,7 @@ class DjangoSessionStore:
         self.on_saved = on_saved
         self.on_suspended = on_suspended
         self.step_journal = DjangoStepJournal(lease=lease, run_pk=self._run_pk)
+        self.input_queue = DjangoInputQueue(run_pk=self._run_pk)
         self._remembered: OrderedDict[str, _Remembered] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -148,6 +155,8 @@ class DjangoSessionStore:
                 RunMessage.objects.filter(run_id=pk, index__gte=start).delete()
             if start < len(messages):
                 insert_messages(pk, messages, start)
+            if not is_child_run_id(run_id):
+                self.input_queue.mark_delivered(pk, checkpoint, messages[start:])
             suspended = checkpoint.status == "suspended"
             if suspended and self.on_suspended and not is_child_run_id(run_id):
                 self.on_suspended(pk, checkpoint)
@@ -239,7 +248,7 @@ class DjangoSessionStore:
         try:
             # A save is conditional on what the row holds, so it may be tried again.
             await sync_to_async(once_more_if_broken)(lambda: self.save(checkpoint))
-        except LeaseLost:
+        except (LeaseLost, InputArrived):  # InputArrived: the leg steps on
             raise
         except Exception as error:
             if self.on_save_failed is not None:
@@ -332,17 +341,33 @@ class DjangoSessionStore:
                     return False
             else:
                 rows = rows.held_by(lease)
+        completing = checkpoint.status == "completed"
+        if completing and not is_child_run_id(checkpoint.run_id):
+            # No run completes with input it has not read: the input's seq is taken
+            # on this row, so the condition holds against a concurrent input too.
+            watermark = DjangoInputQueue.completion_watermark(pk, checkpoint)
+            if rows.filter(input_seq__lte=watermark).update(
+                **checkpoint_columns(checkpoint)
+            ):
+                return True
+            arrived = DjangoInputQueue.arrived(pk, checkpoint.run_id, watermark)
+            if arrived is not None:
+                raise arrived  # rolls the save back
+            return False
         return rows.update(**checkpoint_columns(checkpoint)) == 1
 
     @staticmethod
     def _appends(remembered: _Remembered, checkpoint: AgentCheckpoint) -> bool:
         """Whether the save only appends to the remembered history (and records no
-        approvals or client tool calls): the one-statement write of
-        :mod:`.boundary_write`."""
-        if checkpoint.status == "suspended" and not is_child_run_id(checkpoint.run_id):
+        approvals or client tool calls, delivers no input and completes no root run):
+        the one-statement write of :mod:`.boundary_write`."""
+        root = not is_child_run_id(checkpoint.run_id)
+        if root and checkpoint.status in ("suspended", "completed"):
             return False
         stored = len(remembered.messages)
-        return common_prefix(remembered.messages, checkpoint.messages) == stored
+        if common_prefix(remembered.messages, checkpoint.messages) != stored:
+            return False
+        return not (root and DjangoInputQueue.delivers(checkpoint.messages[stored:]))
 
     def _refuse(self, run_id: str) -> None:
         lease = self.lease

@@ -12,6 +12,8 @@ Client → server (JSON text frames; fields as in the REST API, :mod:`deuz_djang
     {"type": "stop", "runId": "…", "reason": "…"}   # stop the run for good, anywhere
     {"type": "fork", "runId": "…", "step": 2, "withTurn": false,   # a new run from step 2
      "edit": {"message": "…"} | {"toolCallId": "…", "input": {…}}}  # optional "forkRunId"
+    {"type": "input", "runId": "…", "text": "…", "inputId": "…"}   # steer it (inputId
+                                                    # optional: a retry queues nothing twice)
 
 Server → client::
 
@@ -22,6 +24,9 @@ Server → client::
      "resuming": true}
     {"type": "stop-requested", "runId": "…", "status": "stopped"}  # or still "running"
     {"type": "forked", "runId": "…", "forkRunId": "…", "status": "running"}  # subscribe
+    {"type": "input-queued", "runId": "…", "inputId": "…", "seq": 3}   # durable; the
+        # part {"type": "data-input-delivered", "payload": {"inputId", …}} follows when a
+        # step boundary delivers it
     {"type": "error", "code": "…", "message": "…"}                 # the socket stays open
 
 A run never depends on the socket: its leg runs in a task holding the run's lease and
@@ -44,7 +49,7 @@ from ..exceptions import NotPermitted
 from ..models import Approval, Run
 from ..permissions import can_resume_run, is_signed_in
 from ..runs.continuing import acontinue_quietly
-from ..services import afork_run, arecord_verdicts, astart_run, astop_run
+from ..services import afork_run, arecord_verdicts, asend_input, astart_run, astop_run
 from . import frames, live
 from .following import Unavailable, follow
 from .frames import FrameError
@@ -216,6 +221,19 @@ class RunConsumer(AsyncWebsocketConsumer):
             status=fork.status,
         )
 
+    async def handle_input(self, frame: dict[str, Any]) -> None:
+        """Steer the run (``POST runs/<id>/inputs/``): ``input-queued`` once the input
+        is durable; the run's stream says when a step boundary delivers it."""
+        queued = await asend_input(
+            frame["runId"], frame["text"], user=self.user, input_id=frame.get("inputId")
+        )
+        await self._send(
+            type="input-queued",
+            runId=frame["runId"],
+            inputId=queued.input_id,
+            seq=queued.seq,
+        )
+
     HANDLERS = {
         "start": handle_start,
         "subscribe": handle_subscribe,
@@ -224,6 +242,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         "cancel": handle_cancel,
         "stop": handle_stop,
         "fork": handle_fork,
+        "input": handle_input,
     }
 
     # -- following a run --------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 One input vocabulary: a ``start`` frame is what ``POST runs/`` takes, an
 ``approval-response`` is one verdict of ``POST runs/<id>/verdicts/``, a ``fork`` is
-``POST runs/<id>/fork/``'s body, and every run id
-follows the API's rule. A frame the serializers refuse is a :class:`FrameError` whose
-message names the field as the API's error items do; service errors become the same
-codes and messages as over REST (:func:`service_error`).
+``POST runs/<id>/fork/``'s body, an ``input`` what ``POST runs/<id>/inputs/`` takes, and
+every run id follows the API's rule. A frame the serializers refuse is a
+:class:`FrameError` whose message names the field as the API's error items do; service
+errors become the same codes and messages as over REST (:func:`service_error`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from rest_framework import exceptions, serializers
 
 from ..api.derived_runs import ForkSerializer
 from ..api.exceptions import DeuzAPIException, error_item, field_problems, translate
+from ..api.inputs import SendInputSerializer
 from ..api.parsers import loads
 from ..api.serializers import (
     RunIdField,
@@ -67,6 +68,12 @@ class ForkFrame(ForkSerializer):
     forkRunId = RunIdField(required=False)
 
 
+class InputFrame(SendInputSerializer):
+    """``input``: the run, and what to tell it (``POST runs/<id>/inputs/``'s body)."""
+
+    runId = RunIdField()
+
+
 FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "start": StartRunSerializer,
     "subscribe": SubscribeFrame,
@@ -75,6 +82,7 @@ FRAMES: dict[str, type[serializers.Serializer[Any]]] = {
     "cancel": RunFrame,
     "stop": StopFrame,
     "fork": ForkFrame,
+    "input": InputFrame,
 }
 
 

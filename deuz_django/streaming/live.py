@@ -1,4 +1,5 @@
-"""Live runs: the fan-out of every leg's parts — journal them, tell readers, hear cancels.
+"""Live runs: the fan-out of every leg's parts — journal them, tell readers, hear cancels
+and interrupts.
 
 Whoever runs a leg (:mod:`deuz_django.runs.legs`, in a web process or a worker) wraps it in a
 :class:`LegStream`: every part is journaled (:mod:`deuz_django.core.journal`) before anyone
@@ -24,7 +25,7 @@ from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from ..core import AbortController, StreamPart
+from ..core import AbortController, StreamPart, TurnInterrupter
 from ..core.journal import JournalWriter, Record
 from ..storage.stream_journal import get_journal
 
@@ -45,7 +46,8 @@ def run_group(run_id: str) -> str:
 
 
 def control_group(run_id: str) -> str:
-    """Where a leg listens for ``cancel``, apart from the nudge traffic."""
+    """Where a leg listens for ``cancel`` and ``interrupt``, apart from the nudge
+    traffic."""
     return _group("deuz.control.", run_id)
 
 
@@ -232,27 +234,40 @@ async def _publish(run_id: str, records: list[Record]) -> None:
 
 
 _controllers: dict[str, AbortController] = {}  # legs journaled here, by run id
+_interrupters: dict[str, TurnInterrupter] = {}  # those of them that may be interrupted
 
 
 # -- one leg ------------------------------------------------------------------------------------
 
 
 class LegStream:
-    """What a leg does besides running: journal its parts and listen for ``cancel``."""
+    """What a leg does besides running: journal its parts and listen for ``cancel`` and
+    — given an ``interrupter`` — ``interrupt``."""
 
     def __init__(
-        self, run_id: str, writer: JournalWriter, controller: AbortController
+        self,
+        run_id: str,
+        writer: JournalWriter,
+        controller: AbortController,
+        interrupter: TurnInterrupter | None = None,
     ) -> None:
         self.run_id = run_id
         self.writer = writer
         self.controller = controller
+        self.interrupter = interrupter
         self._listener: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
-        cls, run_id: str, controller: AbortController, *, fence: object = None
+        cls,
+        run_id: str,
+        controller: AbortController,
+        *,
+        fence: object = None,
+        interrupter: TurnInterrupter | None = None,
     ) -> LegStream:
-        """``fence`` is the leg's lease: a journal that checks it drops a stale leg's parts."""
+        """``fence`` is the leg's lease: a journal that checks it drops a stale leg's
+        parts. ``interrupter`` cuts the leg's model turn short on :func:`interrupt`."""
         writer = await JournalWriter.open(
             get_journal(),
             run_id,
@@ -261,8 +276,10 @@ class LegStream:
             on_flush=lambda records: _publish(run_id, records),
             fence=fence,
         )
-        stream = cls(run_id, writer, controller)
+        stream = cls(run_id, writer, controller, interrupter)
         _controllers[run_id] = controller
+        if interrupter is not None:
+            _interrupters[run_id] = interrupter
         feed.set_writing(run_id, True)
         layer = get_channel_layer()
         if layer is not None:
@@ -280,6 +297,8 @@ class LegStream:
             feed.set_writing(self.run_id, False)
             if _controllers.get(self.run_id) is self.controller:
                 del _controllers[self.run_id]
+            if self.interrupter and _interrupters.get(self.run_id) is self.interrupter:
+                del _interrupters[self.run_id]
             if self._listener is not None:
                 self._listener.cancel()
                 await asyncio.gather(self._listener, return_exceptions=True)
@@ -295,6 +314,8 @@ class LegStream:
                     self.controller.abort(
                         asyncio.CancelledError("cancelled by a client")
                     )
+                elif message.get("type") == "run.interrupt" and self.interrupter:
+                    self.interrupter.interrupt()
         finally:
             await layer.group_discard(group, channel)
 
@@ -310,6 +331,17 @@ async def cancel(run_id: str) -> None:
     layer = get_channel_layer()
     if layer is not None:
         await layer.group_send(control_group(run_id), {"type": "run.cancel"})
+
+
+async def interrupt(run_id: str) -> None:
+    """Cut the model turn of the run's current leg short wherever it runs — never a
+    tool — so that the leg takes the input queued for it at once (steering)."""
+    local = _interrupters.get(run_id)
+    if local is not None:
+        local.interrupt()
+    layer = get_channel_layer()
+    if layer is not None:
+        await layer.group_send(control_group(run_id), {"type": "run.interrupt"})
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

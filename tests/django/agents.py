@@ -83,18 +83,23 @@ def slow(step: int) -> str:
     return f"slow {step} done"
 
 
-@tool(needs_approval=True)
-def hold(label: str) -> str:
-    """Hold the leg until the test opens the gate (needs approval, so a run suspends first)."""
-    record_effect(f"hold:{label}")
+def wait_for_gate(hooks: Sequence[Callable[[], None]]) -> None:
+    """Wait until the file ``DEUZ_TEST_GATE`` names exists, then run ``hooks``."""
     gate = os.environ.get("DEUZ_TEST_GATE")
     deadline = time.monotonic() + GATE_TIMEOUT_SECONDS
     while gate and not os.path.exists(gate):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the test never opened the gate {gate}")
         time.sleep(0.01)
-    for hook in HOLD_HOOKS:
+    for hook in hooks:
         hook()
+
+
+@tool(needs_approval=True)
+def hold(label: str) -> str:
+    """Hold the leg until the test opens the gate (needs approval, so a run suspends first)."""
+    record_effect(f"hold:{label}")
+    wait_for_gate(HOLD_HOOKS)
     return f"held {label}"
 
 

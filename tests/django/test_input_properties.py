@@ -59,6 +59,7 @@ FIELDS = [
     "edit",
     "forkRunId",
     "system",
+    "inputId",
 ]
 
 
@@ -97,7 +98,7 @@ def no_approval_without_a_token() -> None:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "endpoint", ["runs/", "verdicts/", "resume/", "fork/", "replay/"]
+    "endpoint", ["runs/", "verdicts/", "resume/", "fork/", "replay/", "inputs/"]
 )
 @EXAMPLES
 @given(data=st.data())
@@ -137,6 +138,7 @@ def test_no_rest_body_yields_a_server_error(
         "approval-response",
         "cancel",
         "fork",
+        "input",
         "other",
     ],
 )

@@ -63,3 +63,15 @@ def test_a_sub_agents_tool_is_found_along_the_agent_path() -> None:
     assert find_tool(tools, "researcher", []) is tools["researcher"]
     assert find_tool(tools, "send_email", []) is None
     assert find_tool(tools, "send_email", ["nobody"]) is None
+
+
+def test_an_agent_queues_input_unless_it_says_otherwise() -> None:
+    assert load_agent("scripted").steering == "enqueue"
+    assert load_agent("echoer_interrupt").steering == "interrupt"
+
+
+def test_an_unknown_steering_policy_is_a_configuration_error() -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured, match=r"AgentSpec\.steering: expected"):
+        AgentSpec(model=agents.scripted.model, steering="queue")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from ..durable._checkpointer import Checkpointer
 from ..durable.checkpoint import CheckpointStatus
 from ..durable.session import DurableSession
 from ..durable.step_journal import StepJournal
+from ..exceptions import InputArrived
 from ..parts import StreamPart, ToolApprovalRequestPart, ToolStatePart
 from ..results import GenerateTextResult
 from ..tools import Tool, ToolCall, ToolContext, ToolResult
@@ -25,6 +26,7 @@ from .journaling import StepRecorder
 from .leg import LegRecord
 from .limits import PriceMeter, RunawayGuard, StopConditions
 from .options import LoopOptions
+from .steering import InputTaker
 
 
 class LegBoundaries:
@@ -50,6 +52,7 @@ class LegBoundaries:
         self._ended = False
         self._checkpointer: Checkpointer | None = None
         self._journal: StepJournal | None = None
+        self._inputs: InputTaker | None = None
         self._base_step_index = 0
         self._started_at = 0.0
         self._guard = RunawayGuard()
@@ -157,8 +160,16 @@ class LegBoundaries:
         status: CheckpointStatus,
         pending: tuple[ToolApprovalRequest, ...] | None = None,
     ) -> AsyncIterator[StreamPart]:
-        """The last boundary of the leg, saved before the ``finish`` part (R6.5)."""
-        await self._save(status, pending)
+        """The last boundary of the leg, saved before the ``finish`` part (R6.5) — unless
+        the store refuses to complete a run that has input to answer: the boundary is
+        saved ``running`` and the leg takes one more step, which delivers it (stop
+        conditions bound what the model does on its own, not what a person asks)."""
+        try:
+            await self._save(status, pending)
+        except InputArrived:
+            self.leg.stopped_by = None
+            await self._save("running")
+            return
         yield self.leg.finish_part()
         self._ended = True
 

@@ -9,6 +9,7 @@ the model answers, a stop condition fires, or the run suspends.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 from .. import tracing
 from ..durable.step_journal import JournalStep
@@ -27,11 +28,12 @@ from . import abortable
 from .approval import gate, is_client_tool
 from .boundaries import LegBoundaries
 from .execution import tool_message
-from .journaling import StepRecorder, load_turn, settle_recorder
+from .journaling import StepRecorder, load_step, settle_recorder
 from .options import step_request
 from .session import start_leg
 from .settle import plan_settle
 from .single_turn import single_turn
+from .steering import InputTaker, delivered_part
 from .turn import Turn
 
 
@@ -90,6 +92,13 @@ class LoopRun(LegBoundaries):
             self._base_step_index = started.start.step_index
             self._meter.start_from(started.start.usage, self.options.model)
         self._checkpointer, self._journal = started.checkpointer, started.journal
+        if started.inputs is not None and started.checkpointer is not None:
+            self._inputs = InputTaker(
+                started.inputs,
+                started.checkpointer.run_id,
+                self.options.interrupt,
+                self.deps.logger,
+            )
 
     async def _settle(self) -> AsyncIterator[StreamPart]:
         """R5.10: answer the trailing unanswered calls before the first model call."""
@@ -143,12 +152,18 @@ class LoopRun(LegBoundaries):
             lambda: self.cumulative_usage,
             self.deps.logger,
         )
-        basis = len(self.leg.history)
         recorded = (
-            await load_turn(self._journal, self._journaled_run_id, step_index, basis)
+            await load_step(self._journal, self._journaled_run_id, step_index)
             if self._journal is not None
             else None
         )
+        if self._inputs is not None:
+            async for part in self._deliver(step_index, recorded):
+                yield part
+            request = replace(request, messages=self.leg.history)
+        basis = len(self.leg.history)
+        if recorded is not None and recorded.basis != basis:
+            recorded = None  # a turn is only reused on the history it answered
         if recorded is not None:
             # The turn is in the step journal: the model answered it before a crash.
             turn, parts = Turn.replay(recorded.message)
@@ -156,8 +171,14 @@ class LoopRun(LegBoundaries):
                 yield part
         else:
             turn = Turn()
-            async for part in self._model_turn(step_index, turn, model, request):
-                yield part
+            try:
+                async for part in self._model_turn(step_index, turn, model, request):
+                    yield part
+            except abortable.Interrupted:
+                # Discarded: not recorded, nothing runs; the step starts over (the
+                # same index: a reader drops what it showed of it) with the input.
+                yield StepFinishPart(step_index, "aborted", turn.step_usage)
+                return
         yield self._step_finish(step_index, turn)
         if self._meter.enabled:
             cost = self._meter.cost_part(self.cumulative_usage, step_index, model)
@@ -177,21 +198,38 @@ class LoopRun(LegBoundaries):
         async for part in self._tool_phase(turn, calls, assistant, model, recorder):
             yield part
 
+    async def _deliver(
+        self, step_index: int, recorded: JournalStep | None
+    ) -> AsyncIterator[StreamPart]:
+        """The queued input, as user messages just before the step's model call."""
+        assert self._inputs is not None
+        for queued in await self._inputs.take(len(self.leg.history), recorded):
+            self.leg.append(queued.message())
+            yield delivered_part(queued, step_index)
+
     async def _model_turn(
         self, step_index: int, turn: Turn, model: LanguageModel, request: ModelRequest
     ) -> AsyncIterator[StreamPart]:
         """The model's answer to the step's request, streamed into ``turn``."""
         await self._fence()
+        interrupter = self._inputs.interrupter if self._inputs is not None else None
+        events = abortable.model_events(
+            model,
+            request,
+            self.options.signal,
+            None if interrupter is None else interrupter.begin_turn(),
+        )
         try:
-            async for event in tracing.chat(
-                abortable.model_events(model, request, self.options.signal), model
-            ):
+            async for event in tracing.chat(events, model):
                 for part in turn.add(event):
                     yield part
         except abortable.Aborted:
             # D1: the aborted step is reported, but never recorded or checkpointed.
             yield self._step_finish(step_index, turn)
             raise
+        finally:
+            if interrupter is not None:
+                interrupter.end_turn()
 
     async def _step_recorder(
         self,

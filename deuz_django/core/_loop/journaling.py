@@ -26,14 +26,15 @@ def journal_of(store: object) -> StepJournal | None:
     return journal if isinstance(journal, StepJournal) else None
 
 
-async def load_turn(
-    journal: StepJournal, run_id: str, step_index: int, basis: int
+async def load_step(
+    journal: StepJournal, run_id: str, step_index: int
 ) -> JournalStep | None:
-    """The step's recorded turn, if one answered exactly this history length."""
+    """The step's record, if any: its turn is reused only on a history of its
+    ``basis``'s length."""
     step: JournalStep | None = await resolve(
         _method(journal, "load_step")(run_id, step_index)
     )
-    return step if step is not None and step.basis == basis else None
+    return step
 
 
 async def settle_recorder(

@@ -14,7 +14,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
 from .._awaitable import resolve
-from ..abort import AbortSignal
+from ..abort import AbortSignal, TurnInterrupter
 from ..approvals import (
     ApprovalSignerLike,
     ToolApprovalResponse,
@@ -163,6 +163,7 @@ class LoopOptions:
     )
     max_tool_concurrency: int = field(default=5, metadata=_option(_concurrency))
     signal: AbortSignal | None = field(default=None, metadata=_option())
+    interrupt: TurnInterrupter | None = field(default=None, metadata=_option())
     deps: Deps = field(default_factory=Deps, metadata=_option(_deps))
     session: DurableSession | None = field(default=None, metadata=_option(fresh=True))
     # Set by the entry points and sub-agents, never by name.

@@ -12,22 +12,26 @@ from ..durable._checkpointer import (
     load_best_effort,
     load_resumable,
 )
+from ..durable.inputs import InputQueue
 from ..durable.session import SessionStore
 from ..durable.step_journal import StepJournal
 from ..messages import Message
 from .journaling import journal_of
 from .options import LoopOptions
+from .steering import queue_of
 
 
 @dataclass(frozen=True, slots=True)
 class LegStart:
     """The history a resume continues (``None``: the caller's messages), the counters
-    the leg starts from, and the checkpointer and step journal of a durable leg."""
+    the leg starts from, and the checkpointer, step journal and — for a root run —
+    input queue of a durable leg."""
 
     history: tuple[Message, ...] | None = None
     start: ResumePoint | None = None
     checkpointer: Checkpointer | None = None
     journal: StepJournal | None = None
+    inputs: InputQueue | None = None
 
 
 async def start_leg(options: LoopOptions, run_id: str | None, deps: Deps) -> LegStart:
@@ -51,4 +55,6 @@ async def start_leg(options: LoopOptions, run_id: str | None, deps: Deps) -> Leg
     checkpointer = Checkpointer(
         store, run_id, deps, agent_path=options.agent_path, start=start
     )
-    return LegStart(history, start, checkpointer, journal_of(store))
+    # People steer the root run; a sub-agent runs inside a tool call, never steered.
+    inputs = None if options.agent_path else queue_of(store)
+    return LegStart(history, start, checkpointer, journal_of(store), inputs)

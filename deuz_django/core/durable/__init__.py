@@ -6,10 +6,14 @@
 ...     approval_responses=[{"approval_id": "toolu_abc", "approved": True, "token": token}])
 >>> forked = await fork_from_checkpoint(store, "run-42", step_index=1,
 ...     edit=ForkEdit(message="Ask it differently."))
+
+What people say to a run while it runs or waits goes through the store's input queue
+(:mod:`.inputs`): ``InMemorySessionStore(input_queue=InMemoryInputQueue())``.
 """
 
 from ..exceptions import (
     CheckpointNotFoundError,
+    InputArrived,
     InvalidForkError,
     RunCompletedError,
     RunExistsError,
@@ -25,6 +29,7 @@ from .forking import (
     fork_from_checkpoint,
     plan_fork,
 )
+from .inputs import InMemoryInputQueue, InputQueue, QueuedInput
 from .memory import InMemorySessionStore, create_in_memory_session_store
 from .resume import resume_from_checkpoint, resume_stream_from_checkpoint
 from .run_ids import (
@@ -57,10 +62,14 @@ __all__ = [
     "ForkSource",
     "ForkedRun",
     "ForkingStore",
+    "InMemoryInputQueue",
     "InMemorySessionStore",
     "InMemoryStepJournal",
+    "InputArrived",
+    "InputQueue",
     "InvalidForkError",
     "JournalStep",
+    "QueuedInput",
     "RunCompletedError",
     "RunExistsError",
     "SessionStore",

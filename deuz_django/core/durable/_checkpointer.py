@@ -8,7 +8,7 @@ from typing import Any
 from .._awaitable import resolve
 from ..approvals import ToolApprovalRequest
 from ..deps import Deps
-from ..exceptions import CheckpointNotFoundError, RunCompletedError
+from ..exceptions import CheckpointNotFoundError, InputArrived, RunCompletedError
 from ..messages import Message
 from ..usage import EMPTY_USAGE, Usage, sum_usage, with_total
 from .checkpoint import AgentCheckpoint, CheckpointStatus
@@ -32,7 +32,8 @@ class Checkpointer:
 
     ``step_index`` counts every boundary saved in every leg; ``base_usage`` is what earlier
     legs used. A failing ``save`` is logged and the run goes on: durability must never
-    kill a run.
+    kill a run. A ``completed`` checkpoint the store refuses because input arrived
+    (:class:`InputArrived`) is not saved and not counted: the loop steps on.
     """
 
     def __init__(
@@ -78,6 +79,9 @@ class Checkpointer:
         )
         try:
             await resolve(_method(self.store, "save")(checkpoint))
+        except InputArrived:
+            self.step_index -= 1
+            raise
         except Exception as error:
             self.deps.logger.error(
                 f"durable: checkpoint save failed for '{step_id}' — {_detail(error)}"

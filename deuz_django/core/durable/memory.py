@@ -1,4 +1,5 @@
-"""The in-memory reference store: checkpoints by reference, a step journal, forks."""
+"""The in-memory reference store: checkpoints by reference, a step journal, an input
+queue, forks."""
 
 from __future__ import annotations
 
@@ -9,21 +10,34 @@ from ..exceptions import RunExistsError
 from ..tools import Tool
 from .checkpoint import AgentCheckpoint
 from .forking import ForkEdit, plan_fork
+from .inputs import InMemoryInputQueue
 from .run_ids import parent_run_id
 from .step_journal import InMemoryStepJournal, JournalStep, StepJournal
 
 
 class InMemorySessionStore:
     """Keeps the latest checkpoint per run id, by reference (SPEC R6.1, R8.5); with a
-    ``step_journal``, what each step did between checkpoints too. It forks runs (the
-    reference :class:`~.forking.ForkingStore`, its journal an
+    ``step_journal``, what each step did between checkpoints too; with an
+    ``input_queue``, what people said to its runs (:mod:`.inputs`), marked delivered by
+    the save of the checkpoint that first holds it. It forks runs (the reference
+    :class:`~.forking.ForkingStore`, its journal an
     :class:`~.step_journal.InMemoryStepJournal` or none)."""
 
-    def __init__(self, *, step_journal: StepJournal | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        step_journal: StepJournal | None = None,
+        input_queue: InMemoryInputQueue | None = None,
+    ) -> None:
         self._checkpoints: dict[str, AgentCheckpoint] = {}
         self.step_journal = step_journal
+        self.input_queue = input_queue
+        if input_queue is not None:
+            input_queue.attach(self.load)
 
     def save(self, checkpoint: AgentCheckpoint) -> None:
+        if self.input_queue is not None:
+            self.input_queue.record_checkpoint(checkpoint)  # may refuse: InputArrived
         self._checkpoints[checkpoint.run_id] = checkpoint
 
     def load(self, run_id: str) -> AgentCheckpoint | None:

@@ -1,5 +1,5 @@
-"""``manage.py deuz``: list, show, resume, stop, fork, replay, recover, sweep and prune
-runs.
+"""``manage.py deuz``: list, show, resume, stop, fork, replay, steer (``input``), recover,
+sweep and prune runs.
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
@@ -9,6 +9,7 @@ runs.
     deuz fork RUN_ID --step N [--with-turn] [--message TEXT | --tool-call ID --input JSON]
                      [--fork-run-id ID] (--as USERNAME | --operator NAME)
     deuz replay RUN_ID [--agent NAME] [--system TEXT] (--as USERNAME | --operator NAME)
+    deuz input RUN_ID TEXT (--as USERNAME | --operator NAME) [--input-id ID]
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -62,6 +63,7 @@ from ...storage.db import bounded_atomic
 from .. import forking
 from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
+from ..inputs import InputAction
 from ..lookups import approval_of, run_named
 from ..output import (
     BAD_ARGUMENTS,
@@ -82,7 +84,7 @@ NO_DECIDER = (
 )
 
 
-class Command(ReplayAction):
+class Command(InputAction, ReplayAction):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(

@@ -37,6 +37,8 @@ ENDPOINTS = [
     ("get", "runs/{run}/messages/"),
     ("post", "runs/{run}/verdicts/"),
     ("post", "runs/{run}/resume/"),
+    ("get", "runs/{run}/inputs/"),
+    ("post", "runs/{run}/inputs/"),
     ("get", "approvals/"),
 ]
 
@@ -203,6 +205,7 @@ def test_the_openapi_schema_is_served_valid_with_every_error_documented() -> Non
         f"{API}/runs/{{runId}}/fork/",
         f"{API}/runs/{{runId}}/replay/",
         f"{API}/runs/{{runId}}/comparison/",
+        f"{API}/runs/{{runId}}/inputs/",
         f"{API}/approvals/",
     }
     for path, operations in paths.items():

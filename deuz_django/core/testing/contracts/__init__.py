@@ -25,6 +25,11 @@ names; pytest then runs every test of the contract against your backend::
         def store(self):
             return MyStore(...)            # a fresh store that forks, with a step_journal
 
+    class TestMyInputQueue(InputQueueContract):
+        @pytest.fixture
+        def store(self):
+            return MyStore(...)            # a fresh store whose input_queue is tested
+
     class TestMyStepJournal(StepJournalContract):
         @pytest.fixture
         def step_journal(self):
@@ -44,12 +49,14 @@ import pytest
 pytest.register_assert_rewrite(
     "deuz_django.core.testing.contracts.forked_runs",
     "deuz_django.core.testing.contracts.forking",
+    "deuz_django.core.testing.contracts.inputs",
     "deuz_django.core.testing.contracts.journal",
     "deuz_django.core.testing.contracts.step_journal",
     "deuz_django.core.testing.contracts.store",
 )
 
 from .forking import ForkingStoreContract  # noqa: E402
+from .inputs import InputQueueContract  # noqa: E402
 from .journal import StreamJournalContract  # noqa: E402
 from .samples import FixedClock, make_checkpoint  # noqa: E402
 from .step_journal import StepJournalContract  # noqa: E402
@@ -58,6 +65,7 @@ from .store import SessionStoreContract  # noqa: E402
 __all__ = [
     "FixedClock",
     "ForkingStoreContract",
+    "InputQueueContract",
     "SessionStoreContract",
     "StepJournalContract",
     "StreamJournalContract",

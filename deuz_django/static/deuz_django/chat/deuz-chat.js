@@ -13,6 +13,11 @@
  * that step and the next one re-ran it (SPEC R11.13): the partial output of the step is
  * dropped and the re-run is rendered in its place.
  *
+ * While a run answers or waits for a person, what the user types goes to that run as an
+ * `input` frame (steering, docs/steering.md): shown as queued until the run's stream
+ * says a step boundary delivered it (`data-input-delivered`), then as a message of the
+ * conversation, where the model read it. Stop and "Stop and say why" send `stop`.
+ *
  * The element renders into itself (no shadow root: the page's fonts apply, and labels
  * and ARIA references work as in any form). Children with slot="welcome" replace the
  * text a new conversation shows; any element with a data-prompt attribute in it is an
@@ -667,9 +672,14 @@ class Conversation {
     this.finishReason = null;
     this.error = "";
     this.answer = h("div", { class: "answer" });
+    this.queue = h("div", { class: "queued-inputs" }); // sent, not delivered yet: last
     this.el = h("div", { class: "conversation" },
       h("article", { class: "msg user", "aria-label": "You" }, h("p", {}, question)),
-      h("article", { class: "msg assistant", "aria-label": "Assistant" }, this.answer));
+      h("article", { class: "msg assistant", "aria-label": "Assistant" }, this.answer),
+      this.queue);
+    this.queued = new Map(); // inputId → {el, note}: sent, not delivered yet
+    this.unacknowledged = []; // inputIds sent, not yet answered by the server, oldest first
+    this.delivered = new Set(); // inputIds shown where the model read them
     this.root = new Scope(this, [], this.answer);
     this.scopes = new Map([["", this.root]]);
     this.cards = new Map(); // approvalId → ApprovalCard
@@ -695,7 +705,87 @@ class Conversation {
     if (part.type === "finish") this.finishReason = part.finishReason;
     if (part.type === "error") this.error = part.message;
     if (part.type === "start" || part.type === "step-start") this.error = "";
+    if (part.type === "data-input-delivered") return this.inputDelivered(part.payload);
     this.root.handle(part);
+  }
+
+  /** Whether what the user types now goes to this run: it answers, or waits for them. */
+  steerable() {
+    if (this.status === "completed" || this.status === "stopped") return false;
+    return this.legOpen || [...this.cards.values()].some((c) => c.open);
+  }
+
+  /** Send the run input; shown as queued until a step boundary delivers it. */
+  steer(text) {
+    const inputId = newRunId();
+    if (!this.chat.send({ type: "input", runId: this.runId, text, inputId })) return false;
+    this.unacknowledged.push(inputId);
+    this.showQueued(inputId, text, "Sending…");
+    return true;
+  }
+
+  showQueued(inputId, text, status) {
+    if (this.queued.has(inputId) || this.delivered.has(inputId)) return;
+    const note = h("p", { class: "input-status" }, status);
+    const el = h("article", { class: "msg user queued", "aria-label": "You (queued)" },
+      h("p", {}, text), note);
+    this.queued.set(inputId, { el, note });
+    this.queue.append(el);
+  }
+
+  inputQueued(frame) {
+    this.unacknowledged = this.unacknowledged.filter((id) => id !== frame.inputId);
+    const waiting = this.queued.get(frame.inputId);
+    if (waiting) setText(waiting.note, "Queued — read at the assistant's next step");
+  }
+
+  inputRefused(frame) {
+    const waiting = this.queued.get(this.unacknowledged.shift());
+    if (!waiting) return;
+    waiting.el.classList.add("refused");
+    waiting.el.setAttribute("aria-label", "You (not sent)");
+    setText(waiting.note, `Not sent: ${frame.message}`);
+  }
+
+  /**
+   * A step boundary gave the model this input: the message moves to where it was read,
+   * and the step that follows answers below it. A step re-run after a crash delivers it
+   * again: shown once.
+   */
+  inputDelivered(payload) {
+    if (this.delivered.has(payload.inputId)) return;
+    this.delivered.add(payload.inputId);
+    const waiting = this.queued.get(payload.inputId);
+    this.queued.delete(payload.inputId);
+    const el = waiting?.el ?? h("article", {}, h("p", {}, payload.text));
+    waiting?.note.remove();
+    el.className = "msg user";
+    el.setAttribute("aria-label", "You");
+    const answer = this.root.container;
+    const step = this.root.step;
+    if ([...answer.children].every((child) => child === step)) {
+      this.el.insertBefore(el, answer.closest("article")); // nothing answered yet
+      return;
+    }
+    const next = h("div", { class: "answer" });
+    this.el.insertBefore(el, this.queue);
+    this.el.insertBefore(h("article", { class: "msg assistant", "aria-label": "Assistant" }, next),
+      this.queue);
+    this.root.container = next;
+    if (step?.isConnected) next.append(step); // the step delivering it answers it
+  }
+
+  /** The run's inputs still queued (after a reload), from the REST API. */
+  async loadQueued(url) {
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      if (!response.ok) return;
+      for (const input of (await response.json()).results) {
+        if (input.status === "queued") this.showQueued(input.inputId, input.text, "Queued — read at the assistant's next step");
+      }
+    } catch {
+      // the server is away: queued inputs show once delivered
+    }
   }
 
   scope(path) {
@@ -814,8 +904,9 @@ class Conversation {
    */
   listed(run) {
     this.stop = run.stop;
-    if (run.status === "stopped") this.status = "stopped";
-    else if (run.stop && run.status !== "completed" && !this.legOpen && this.stopChecks++ < STOP_RETRIES) {
+    this.status = run.status;
+    if (run.status !== "stopped" && run.status !== "completed" && run.stop && !this.legOpen &&
+      this.stopChecks++ < STOP_RETRIES) {
       setTimeout(() => this.chat.refreshConversations(), 500);
     }
   }
@@ -908,6 +999,18 @@ class DeuzChat extends HTMLElement {
     ui.composer = h("form", { class: "composer" },
       h("label", { for: ui.message.id }, "Your question"),
       h("div", { class: "composer-row" }, ui.message, ui.sendButton));
+    ui.stopReason = h("textarea", { id: id("stop-reason"), rows: "2" });
+    ui.stopForm = h("form", { class: "stop-form", hidden: true },
+      h("label", { for: ui.stopReason.id }, "Why are you stopping it?"), ui.stopReason,
+      h("div", { class: "buttons" },
+        h("button", { type: "submit", class: "danger" }, "Stop the run"),
+        h("button", { type: "button", onclick: () => this.closeStopForm() }, "Keep it running")));
+    ui.stopBar = h("div", { class: "stop-bar", hidden: true },
+      h("button", { type: "button", class: "danger", onclick: () => this.stopRun("") }, "Stop"),
+      h("button", { type: "button", "aria-expanded": "false", "aria-controls": ui.stopForm.id,
+        onclick: () => this.openStopForm() }, "Stop and say why…"));
+    ui.stopForm.id = id("stop-form");
+    ui.stopBar.lastElementChild.setAttribute("aria-controls", ui.stopForm.id);
     const listed = Boolean(this.config.runsUrl);
     ui.nav = listed
       ? h("nav", { id: id("conversations"), class: "conversations",
@@ -924,7 +1027,7 @@ class DeuzChat extends HTMLElement {
       ui.nav,
       h("section", { class: "chat", "aria-labelledby": id("heading") },
         h("div", { class: "chat-bar" }, ui.navToggle, ui.heading, ui.connection),
-        ui.transcript, ui.runStatus, ui.composer));
+        ui.transcript, ui.runStatus, ui.stopBar, ui.stopForm, ui.composer));
     this.ui = ui;
     this.replaceChildren(ui.layout);
     this.wire();
@@ -935,7 +1038,15 @@ class DeuzChat extends HTMLElement {
     ui.composer.addEventListener("submit", (event) => {
       event.preventDefault();
       const text = ui.message.value.trim();
-      if (text) this.ask(text);
+      if (!text) return;
+      // A run that answers or waits takes what is typed now; otherwise it starts a new one.
+      if (!this.current?.steerable()) return this.ask(text);
+      if (this.current.steer(text)) ui.message.value = "";
+      this.updateRunStatus();
+    });
+    ui.stopForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.stopRun(ui.stopReason.value.trim());
     });
     ui.message.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey) {
@@ -968,6 +1079,11 @@ class DeuzChat extends HTMLElement {
         ui.navToggle.focus();
       });
     }
+  }
+
+  inputsUrl(runId) {
+    const base = this.config.runsUrl.split("?")[0];
+    return `${base}${encodeURIComponent(runId)}/inputs/`;
   }
 
   approvalsUrl(runId) {
@@ -1034,6 +1150,7 @@ class DeuzChat extends HTMLElement {
     const { current } = this;
     if (frame.type === "error") {
       if (frame.frame === "approval-response" && current) current.refused(frame);
+      else if (frame.frame === "input" && current) current.inputRefused(frame);
       else if (frame.code !== "rate_limited" && current) current.error = frame.message;
     } else if (!current || frame.runId !== current.runId) {
       return; // a frame of a conversation no longer shown
@@ -1042,6 +1159,11 @@ class DeuzChat extends HTMLElement {
       if (frame.type === "started") this.refreshConversations();
     } else if (frame.type === "approval-recorded") {
       current.recorded(frame);
+    } else if (frame.type === "input-queued") {
+      current.inputQueued(frame);
+    } else if (frame.type === "stop-requested") {
+      current.status = frame.status;
+      this.refreshConversations(); // who stopped it, and why, as listed
     } else if ("seq" in frame) {
       const follow = this.isScrolledDown();
       current.receive(frame);
@@ -1054,6 +1176,32 @@ class DeuzChat extends HTMLElement {
     const { current, ui } = this;
     setText(ui.runStatus, current ? current.describe() : "");
     ui.transcript.setAttribute("aria-busy", String(Boolean(current?.legOpen)));
+    const stoppable = Boolean(current?.steerable());
+    ui.stopBar.hidden = !stoppable;
+    if (!stoppable) this.closeStopForm();
+  }
+
+  /** Stop the run shown, for good (``reason``: why, kept with the run). */
+  stopRun(reason) {
+    const { current } = this;
+    if (!current || !this.send({ type: "stop", runId: current.runId, reason })) return;
+    this.closeStopForm();
+    setText(this.ui.runStatus, "Stopping…");
+  }
+
+  openStopForm() {
+    const { ui } = this;
+    ui.stopForm.hidden = false;
+    ui.stopBar.lastElementChild.setAttribute("aria-expanded", "true");
+    ui.stopReason.focus();
+  }
+
+  closeStopForm() {
+    const { ui } = this;
+    if (ui.stopForm.hidden) return;
+    ui.stopForm.hidden = true;
+    ui.stopReason.value = "";
+    ui.stopBar.lastElementChild.setAttribute("aria-expanded", "false");
   }
 
   isScrolledDown() {
@@ -1091,8 +1239,10 @@ class DeuzChat extends HTMLElement {
 
   open(runId, title, { push = true } = {}) {
     if (this.current?.runId === runId) return;
-    this.show(new Conversation(this, runId, title), { push });
+    const conversation = new Conversation(this, runId, title);
+    this.show(conversation, { push });
     this.sendQuietly({ type: "subscribe", runId, lastSeq: -1 }); // a fresh view renders from the start
+    if (this.config.runsUrl) conversation.loadQueued(this.inputsUrl(runId));
     if (push) this.ui.heading.focus(); // the user picked it: take them there
   }
 
