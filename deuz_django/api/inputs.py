@@ -22,6 +22,10 @@ from .views import DeuzAPIView
 
 MAX_INPUT_LENGTH = 32_768
 
+# An input waits for a step boundary, then a boundary delivered it (its own enum in the
+# schema: "status" names the run's and the approval's choices too).
+INPUT_STATUSES = ["queued", "delivered"]
+
 
 class SendInputSerializer(serializers.Serializer[Any]):
     """An input for a run; ``inputId`` (yours to choose) makes a retry safe."""
@@ -48,7 +52,7 @@ class InputQueuedSerializer(serializers.Serializer[Any]):
 
     inputId = serializers.CharField()
     seq = serializers.IntegerField(help_text="Its place in the run's queue, from 1.")
-    status = serializers.ChoiceField(choices=["queued", "delivered"])
+    status = serializers.ChoiceField(choices=INPUT_STATUSES)
 
 
 class RunInputSerializer(serializers.ModelSerializer[RunInput]):

@@ -23,13 +23,14 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts, resume and forks.",
+    "approvals, signed verdicts, resume, forks, replays and steering.",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "deuz_django.models.RunStatus",
         "ApprovalStatusEnum": "deuz_django.models.ApprovalStatus",
+        "InputStatusEnum": "deuz_django.api.inputs.INPUT_STATUSES",
     },
 }
 
