@@ -158,9 +158,13 @@ class LoopRun(LegBoundaries):
             else None
         )
         if self._inputs is not None:
+            before = len(self.leg.history)
             async for part in self._deliver(step_index, recorded):
                 yield part
-            request = replace(request, messages=self.leg.history)
+            if (
+                len(self.leg.history) != before
+            ):  # a step with no input keeps its request
+                request = replace(request, messages=self.leg.history)
         basis = len(self.leg.history)
         if recorded is not None and recorded.basis != basis:
             recorded = None  # a turn is only reused on the history it answered
