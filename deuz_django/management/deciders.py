@@ -26,9 +26,16 @@ class ShellDecider:
         self.operator = operator.strip()
 
     @classmethod
-    def named(cls, *, as_user: str | None, operator: str) -> ShellDecider:
-        """The decider ``--as USERNAME`` or ``--operator NAME`` names."""
-        return cls(_get_user(as_user) if as_user else None, operator)
+    def named(
+        cls, *, as_user: str | None, operator: str | None, recorded: str
+    ) -> ShellDecider:
+        """The decider ``--as USERNAME`` or ``--operator NAME`` names; a blank NAME is
+        bad arguments (``recorded`` says where the name would have been kept)."""
+        if operator is not None and not operator.strip():
+            raise CommandError(
+                f"--operator needs a name, {recorded}.", returncode=BAD_ARGUMENTS
+            )
+        return cls(_get_user(as_user) if as_user else None, operator or "")
 
     def decide(self, approval: Approval, approved: bool, reason: str) -> None:
         if self.user is None:

@@ -43,16 +43,15 @@ def fork(
     """Fork ``run_id`` as the command's options say (``common``: those every action
     has); refusals as ``CommandError``\\ s with the command's exit codes. Nothing is
     written when it refuses."""
-    if operator is not None and not operator.strip():
-        raise CommandError(
-            "--operator needs a name, recorded in the log as who forked the run.",
-            returncode=BAD_ARGUMENTS,
-        )
+    forker = ShellDecider.named(
+        as_user=as_user,
+        operator=operator,
+        recorded="recorded in the log as who forked the run",
+    )
     if (tool_call is None) != (input is None):
         raise CommandError(
             "--tool-call and --input go together.", returncode=BAD_ARGUMENTS
         )
-    forker = ShellDecider.named(as_user=as_user, operator=operator or "")
     try:
         return services.fork_run(
             run_id,

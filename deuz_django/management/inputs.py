@@ -32,12 +32,11 @@ class InputAction:
         operator: str | None,
         **options: Any,
     ) -> None:
-        if operator is not None and not operator.strip():
-            raise CommandError(
-                "--operator needs a name, recorded as who sent the input.",
-                returncode=BAD_ARGUMENTS,
-            )
-        sender = ShellDecider.named(as_user=as_user, operator=operator or "")
+        sender = ShellDecider.named(
+            as_user=as_user,
+            operator=operator,
+            recorded="recorded as who sent the input",
+        )
         try:
             queued = services.send_input(
                 run_id,

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from .. import services
 from ..exceptions import NotPermitted, RunNotReplayable
 from .deciders import ShellDecider
-from .output import BAD_ARGUMENTS, NOT_PERMITTED, RUN_ERROR
+from .output import NOT_PERMITTED, RUN_ERROR
 
 
 def add_replay(actions: _SubParsersAction[Any]) -> None:
@@ -65,12 +65,9 @@ class ReplayAction(BaseCommand):
         operator: str | None,
         **options: Any,
     ) -> None:
-        if operator is not None and not operator.strip():
-            raise CommandError(
-                "--operator needs a name, recorded on the replay.",
-                returncode=BAD_ARGUMENTS,
-            )
-        replayer = ShellDecider.named(as_user=as_user, operator=operator or "")
+        replayer = ShellDecider.named(
+            as_user=as_user, operator=operator, recorded="recorded on the replay"
+        )
         try:
             replay = services.replay_run(
                 run_id,

@@ -268,7 +268,9 @@ class Command(InputAction, ReplayAction):
             )
         run = run_named(run_id)
         if deciding:
-            decider = ShellDecider.named(as_user=as_user, operator=operator or "")
+            decider = ShellDecider.named(
+                as_user=as_user, operator=operator, recorded="recorded as the decider"
+            )
             with bounded_atomic():  # every verdict is recorded, or none
                 for approval_id, approved in [(a, True) for a in approve] + [
                     (d, False) for d in deny
@@ -298,12 +300,11 @@ class Command(InputAction, ReplayAction):
         operator: str | None,
         **options: Any,
     ) -> None:
-        if operator is not None and not operator.strip():
-            raise CommandError(
-                "--operator needs a name, recorded as who stopped the run.",
-                returncode=BAD_ARGUMENTS,
-            )
-        decider = ShellDecider.named(as_user=as_user, operator=operator or "")
+        decider = ShellDecider.named(
+            as_user=as_user,
+            operator=operator,
+            recorded="recorded as who stopped the run",
+        )
         try:
             run = services.stop_run(
                 run_id, user=decider.user, operator=decider.operator, reason=reason
