@@ -89,7 +89,7 @@ def fork(
             lineage = {
                 "agent": parent.agent,
                 "owner_id": parent.owner_id,
-                "title": f"Fork of {parent.title or parent.run_id}"[:200],
+                "title": fork_title(parent, edit),
                 **(columns or {}),
             }
             write(
@@ -108,6 +108,14 @@ def fork(
     forked = planned[0].checkpoint
     assert forked is not None  # a fork's own run always has its checkpoint
     return forked
+
+
+def fork_title(parent: Run, edit: ForkEdit | None) -> str:
+    """What the fork asks, when it asks differently — the title is the question a
+    chat shows the conversation under — else "Fork of" the parent's title."""
+    if edit is not None and edit.message is not None:
+        return edit.message[:200]
+    return f"Fork of {parent.title or parent.run_id}"[:200]
 
 
 def write(planned: tuple[ForkedRun, ...], **columns: Any) -> Run:

@@ -75,6 +75,14 @@ def test_a_forks_row_records_where_it_came_from_and_the_edit() -> None:
 
 
 @pytest.mark.django_db
+def test_a_fork_asking_differently_is_titled_with_its_question() -> None:
+    parent()
+    edit = ForkEdit(message="Refund half, please.")
+    DjangoSessionStore().fork("run-p", step_index=1, run_id="run-f", edit=edit)
+    assert Run.objects.get(run_id="run-f").title == "Refund half, please."
+
+
+@pytest.mark.django_db
 def test_a_fork_that_fails_midway_leaves_nothing_behind() -> None:
     parent()
     with (
