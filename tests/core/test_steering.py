@@ -38,6 +38,7 @@ from deuz_django.core.testing.contracts import make_checkpoint
 from deuz_django.core.wire import to_ui_part
 
 from .reliability._support import Crash
+from .support import RecordingLogger, make_deps
 
 RUN = "run-1"
 
@@ -320,3 +321,41 @@ async def test_a_sub_agent_never_reads_the_queue() -> None:
     )
     started = await start_leg(options, "run-1::helper#c1", Deps())
     assert started.inputs is None
+
+
+async def test_a_queue_that_cannot_be_read_is_logged_and_its_input_waits_a_step() -> (
+    None
+):
+    """A lost database, say: the boundary goes on without the input (the run is not
+    failed for it), and the next boundary delivers it, once."""
+    shop = Shop()
+    failures = iter([ConnectionError("the database went away")])
+    read = shop.queue.pending
+
+    def pending(run_id: str) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return read(run_id)
+
+    shop.queue.pending = pending  # type: ignore[method-assign]
+    shop.queue.put(RUN, "Also check Oslo.")
+    logger = RecordingLogger()
+    model = ScriptedModel(
+        [reply(tool_calls=[("c1", "noop", {})]), reply(text="Oslo: 3.")]
+    )
+
+    @tool
+    async def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    await resume_from_checkpoint(
+        shop.store, RUN, model=model, tools=[noop], deps=make_deps(logger=logger)
+    )
+    assert [message for message, _ in logger.errors] == [
+        f"durable: reading the input queue of '{RUN}' failed — the database went away"
+    ]
+    assert texts(model.requests[0]) == [("user", "Check stock.")]
+    assert texts(model.requests[1])[-1] == ("user", "Also check Oslo.")
+    assert [m.text for m in model.requests[1].messages].count("Also check Oslo.") == 1

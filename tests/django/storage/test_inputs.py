@@ -7,8 +7,8 @@ import threading
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import DatabaseError, connection, connections
 
 from deuz_django.core import Message
 from deuz_django.core.durable import InputArrived, RunCompletedError
@@ -128,3 +128,16 @@ def test_inputs_racing_a_completion_are_refused_or_seen_never_lost() -> None:
         status = Run.objects.get(run_id=run_id).status
         pending = RunInput.objects.filter(run__run_id=run_id).count()
         assert (status, pending) in {("completed", 0), ("running", 1)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_read_on_a_connection_the_server_ended_is_made_again_on_a_new_one() -> None:
+    """A failover or an admin's pg_terminate_backend between two steps: the boundary's
+    read discards the dead connection and finds the input on a new one."""
+    if connection.vendor != "postgresql":
+        pytest.skip("pg_terminate_backend is PostgreSQL's")
+    store = started()
+    queued = store.input_queue.put(RUN, "Also check the invoices.")
+    with pytest.raises(DatabaseError), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+    assert async_to_sync(store.input_queue.apending)(RUN) == (queued,)
