@@ -21,6 +21,12 @@ fork a run                  its owner; a user holding ``deuz_django.fork_run`` (
 replay a run                its owner; a user holding ``deuz_django.replay_run`` (who must
                             also see the run); the replay is a run of the one who asked
 send a run input            who may resume it (:mod:`deuz_django.runs.steering`)
+decide on someone's behalf  a delegate, while a delegation is in force
+                            (:class:`~deuz_django.models.Delegation`), decides what its
+                            delegator may decide with their own rights — on runs the
+                            delegate may see, never a call of their own run that its tool
+                            keeps owners from approving; rights lent to the delegator pass
+                            no further (no re-delegation)
 ==========================  ===============================================================
 
 Anonymous users may do none of these. A run a user may not see is reported as not found.
@@ -31,7 +37,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .core.exceptions import DeuzError
-from .models import Run
+from .models import Delegation, Run
 from .models.visibility import VIEW_ANY_RUN, Person, is_signed_in, visible_runs
 from .registry import agent_tools, find_tool
 
@@ -57,6 +63,7 @@ __all__ = [
     "edit_refusal",
     "is_editable",
     "is_signed_in",
+    "lent_rights",
     "may_decide_some",
     "visible_runs",
 ]
@@ -153,6 +160,37 @@ def decide_refusal(
     return None
 
 
+def lent_rights(
+    user: Person | None, approval: Approval, *, approving: bool
+) -> Delegation | None:
+    """The delegation in force to ``user`` whose delegator may decide ``approval`` with
+    their own rights (``None``: none), for a user whose own rights do not let them
+    (:func:`decide_refusal`). The earliest such delegation wins, so a decision always
+    names the same one."""
+    if not is_signed_in(user) or not can_view_run(user, approval.run):
+        return None
+    if approving and _owner_kept_from_approving(user, approval):
+        return None
+    lent = Delegation.objects.active().filter(delegate_id=user.pk)
+    for delegation in lent.select_related("delegator").order_by("created_at", "pk"):
+        if decide_refusal(delegation.delegator, approval, approving=approving) is None:
+            return delegation
+    return None
+
+
+def _owner_kept_from_approving(user: Person, approval: Approval) -> bool:
+    """The user owns the run and the call's tool keeps owners from approving (or its
+    rules cannot be read): separation of duties holds for each person, on anyone's
+    behalf."""
+    if not _owns(user, approval.run):
+        return False
+    try:
+        tool = approval_tool(approval)
+    except DeuzError:
+        return True
+    return tool is None or not tool.approval_by_owner
+
+
 def is_editable(approval: Approval) -> bool:
     """Whether the call's tool lets a person edit its input (``editable``)."""
     try:
@@ -167,9 +205,15 @@ def edit_refusal(user: Person | None, approval: Approval) -> str | None:
     may): the approving rules of :func:`decide_refusal`, checked again for the edited
     call, and the edit permission."""
     problem = decide_refusal(user, approval, approving=True)
-    if problem is not None or user is None:
-        return problem
-    if not user.has_perm(EDIT_APPROVAL_INPUT):
+    editor = user
+    if problem is not None:
+        lent = lent_rights(user, approval, approving=True)
+        if lent is None:
+            return problem
+        editor = lent.delegator  # the edit permission is among the rights lent
+    if editor is None:
+        return "Sign in to decide approvals."
+    if not editor.has_perm(EDIT_APPROVAL_INPUT):
         return f"Editing a call's input needs the '{EDIT_APPROVAL_INPUT}' permission."
     return None
 
@@ -182,4 +226,5 @@ def may_decide_some(user: Person | None) -> bool:
     return (
         user.has_perm(DECIDE_ANY_APPROVAL)
         or Run.objects.filter(owner_id=user.pk).exists()
+        or Delegation.objects.active().filter(delegate_id=user.pk).exists()
     )

@@ -1,11 +1,12 @@
 """The Django admin for durable runs: a read-only run browser, the approval queue, the
-dashboard, the notification delivery log, standing rules and grants.
+dashboard, the notification delivery log, standing rules, grants and delegations.
 
-Importing this package (``admin.autodiscover``) registers the six admins.
+Importing this package (``admin.autodiscover``) registers the seven admins.
 """
 
 from .approvals import ApprovalAdmin
 from .dashboard import DashboardAdmin
+from .delegations import DelegationAdmin
 from .deliveries import DeliveryAdmin
 from .runs import RunAdmin
 from .standing import GrantAdmin, StandingRuleAdmin
@@ -13,6 +14,7 @@ from .standing import GrantAdmin, StandingRuleAdmin
 __all__ = [
     "ApprovalAdmin",
     "DashboardAdmin",
+    "DelegationAdmin",
     "DeliveryAdmin",
     "GrantAdmin",
     "RunAdmin",

@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from ..models import ApprovalStatus, Grant, StandingRule
+from ..models import ApprovalStatus, Delegation, Grant, StandingRule
 from ..models.rules import GrantQuerySet
 from ..rules.conditions import ConditionError, parse_condition, parse_text, to_text
 from . import display
@@ -120,7 +120,8 @@ def state_badge(obj: StandingRule | Grant, off: bool) -> str:
     return format_html("{}{}", display.badge("approved", _("in force")), until)
 
 
-def decisions_link(obj: StandingRule | Grant, field: str) -> str:
+def decisions_link(obj: StandingRule | Grant | Delegation, field: str) -> str:
+    """How many calls ``obj`` decided, linking the queue filtered to them."""
     count: int = getattr(obj, "decision_count", 0)
     if not count:
         return "0"

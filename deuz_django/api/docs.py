@@ -19,9 +19,9 @@ from drf_spectacular.utils import (
 from . import examples
 from .comparisons import ComparisonSerializer
 from .derived_runs import ForkSerializer, ReplaySerializer
+from .exceptions import ErrorSerializer
 from .representations import (
     ApprovalSerializer,
-    ErrorSerializer,
     MessageSerializer,
     RunLinkSerializer,
     RunSerializer,

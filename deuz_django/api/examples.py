@@ -127,6 +127,7 @@ APPROVAL: dict[str, Any] = {
     "token": TOKEN,
     "status": "pending",
     "decidedBy": None,
+    "decidedOnBehalfOf": None,
     "automaticDecision": None,
     "decidedAt": None,
     "reason": "",

@@ -25,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.utils.translation import gettext_lazy as _
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -199,3 +199,25 @@ def error_body(exc: exceptions.APIException) -> dict[str, Any]:
     if errors:
         body["errors"] = errors
     return body
+
+
+# -- the error body, as the schema documents it ------------------------------------------
+
+
+class ErrorItemSerializer(serializers.Serializer[Any]):
+    field = serializers.CharField(help_text="The input the problem is about.")
+    message = serializers.CharField()
+    index = serializers.IntegerField(
+        required=False, help_text="The verdict's position."
+    )
+    approvalId = serializers.CharField(required=False)
+
+
+class ErrorSerializer(serializers.Serializer[Any]):
+    """Every error body."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    # DRF's metaclass moves declared fields off the class, so this does not shadow
+    # Serializer.errors at runtime; the stubs cannot know that.
+    errors = ErrorItemSerializer(many=True, required=False)  # type: ignore[assignment]

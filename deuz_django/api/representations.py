@@ -119,6 +119,12 @@ class ApprovalSerializer(serializers.ModelSerializer[Approval]):
     )
     token = serializers.SerializerMethodField()
     decidedBy = serializers.SerializerMethodField()
+    decidedOnBehalfOf = serializers.CharField(
+        source="decided_on_behalf_of.get_username",
+        allow_null=True,
+        read_only=True,
+        help_text="A delegate's decision: whose rights it used (decidedBy delegated).",
+    )
     automaticDecision = serializers.SerializerMethodField()
     decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
@@ -177,6 +183,7 @@ class ApprovalSerializer(serializers.ModelSerializer[Approval]):
             "token",
             "status",
             "decidedBy",
+            "decidedOnBehalfOf",
             "automaticDecision",
             "decidedAt",
             "reason",
@@ -377,22 +384,3 @@ class StopResultSerializer(serializers.Serializer[Any]):
 
 class VerdictResultSerializer(RunLinkSerializer):
     decided = ApprovalSerializer(many=True)
-
-
-class ErrorItemSerializer(serializers.Serializer[Any]):
-    field = serializers.CharField(help_text="The input the problem is about.")
-    message = serializers.CharField()
-    index = serializers.IntegerField(
-        required=False, help_text="The verdict's position."
-    )
-    approvalId = serializers.CharField(required=False)
-
-
-class ErrorSerializer(serializers.Serializer[Any]):
-    """Every error body."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    # DRF's metaclass moves declared fields off the class, so this does not shadow
-    # Serializer.errors at runtime; the stubs cannot know that.
-    errors = ErrorItemSerializer(many=True, required=False)  # type: ignore[assignment]

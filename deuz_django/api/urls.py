@@ -10,12 +10,13 @@ from typing import Any
 from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..streaming.sse import run_stream
-from . import inputs, views
+from . import delegations, inputs, views
 from .docs import operation
 
 app_name = "deuz"
@@ -23,7 +24,7 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts, resume, forks, replays and steering.",
+    "approvals, signed verdicts, resume, forks, replays, steering and delegations.",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
@@ -68,6 +69,7 @@ class SchemaView(SpectacularAPIView):
         return response
 
 
+@csrf_exempt  # it changes nothing: a POST with a session cookie gets this JSON 404 too
 def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     return JsonResponse(
         {"detail": "No such endpoint.", "code": "not_found"}, status=404
@@ -100,6 +102,16 @@ urlpatterns = [
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
+    path(
+        "delegations/",
+        delegations.DelegationsView.as_view(),
+        name="delegation-list",
+    ),
+    path(
+        "delegations/<int:delegationId>/revoke/",
+        delegations.DelegationRevokeView.as_view(),
+        name="delegation-revoke",
+    ),
     path(
         "schema/",
         SchemaView.as_view(custom_settings=SCHEMA_SETTINGS),

@@ -210,6 +210,7 @@ class ApprovalListView(DeuzAPIView):
         return approvals.select_related(
             "run",
             "decided_by",
+            "decided_on_behalf_of",
             "decided_by_rule__created_by",
             "decided_by_grant__created_by",
             "decided_by_grant__run",

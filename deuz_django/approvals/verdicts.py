@@ -59,11 +59,13 @@ from ..permissions import (
     decide_refusal,
     edit_refusal,
     is_signed_in,
+    lent_rights,
 )
 from ..rules.grants import Allow, allow_problem, record_grant
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
 from .announcing import announce_verdict
+from .delegated import delegation_used, hold_in_force
 from .expiry import EXPIRED_REASON, is_expired
 from .pending import current_pending
 from .questions import answer_problem, recorded_answer
@@ -168,7 +170,9 @@ def check_verdict(
             "approvalId",
         )
     problem = decide_refusal(user, approval, approving=verdict.approved)
-    if problem is not None:
+    if problem is not None and not lent_rights(
+        user, approval, approving=verdict.approved
+    ):
         return Refusal(NotPermitted(problem), problem, "approvalId")
     if verdict.edited_input is not None and verdict.approved:
         problem = edit_refusal(user, approval)
@@ -313,13 +317,20 @@ def record_verdict(
         status, reason = ApprovalStatus.APPROVED, verdict.reason
     else:
         status, reason = ApprovalStatus.DENIED, verdict.reason
+    lent = None
+    if status != ApprovalStatus.EXPIRED and not operator and automatic is None:
+        lent = delegation_used(approval, user, approving=verdict.approved)
     with bounded_atomic():
+        if lent is not None:
+            hold_in_force(lent)
         updated = _write(
             approval,
             Q(),
             status=status,
             # Too late: the system records the expiry, not the verdict's giver.
             decided_by=None if status == ApprovalStatus.EXPIRED else user_or_none(user),
+            decided_on_behalf_of=None if lent is None else lent.delegator,
+            delegation=lent,
             reason=reason,
             operator="" if status == ApprovalStatus.EXPIRED else operator,
             edited_input=_edited_input(approval, verdict, status),

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from django.core.management.base import CommandError, CommandParser
 
 from ..models import RunStatus
+from .delegating import add_delegation
 from .output import BAD_ARGUMENTS
 from .replaying import add_replay
 
@@ -37,6 +38,7 @@ def add_actions(parser: ArgumentParser) -> None:
         _fork,
         add_replay,
         _input,
+        add_delegation,
         _recover,
         _sweep,
         _prune,

@@ -1,8 +1,9 @@
 """The tables behind durable runs, one module a concept: a run and its history
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
-(:mod:`.rules`), the notification delivery log (:mod:`.deliveries`) and what people said
-to runs as they ran (:mod:`.inputs`).
+(:mod:`.rules`), delegated approval rights (:mod:`.delegations`), the notification
+delivery log (:mod:`.deliveries`) and what people said to runs as they ran
+(:mod:`.inputs`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -16,6 +17,7 @@ from .approvals import (
     ApprovalQuerySet,
     ApprovalStatus,
 )
+from .delegations import Delegation
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
 from .inputs import RunInput
 from .rules import Grant, GrantScope, RuleAction, StandingRule
@@ -41,6 +43,7 @@ __all__ = [
     "ApprovalQuerySet",
     "ApprovalStatus",
     "Dashboard",
+    "Delegation",
     "Delivery",
     "DeliveryChannel",
     "DeliveryStatus",

@@ -110,6 +110,22 @@ class Approval(models.Model):
         on_delete=models.SET_NULL,
         related_name="deuz_decisions",
     )
+    # A delegate's decision (deuz_django.models.delegations): whose rights it used, and
+    # the delegation that lent them; ``decided_by`` is the delegate.
+    decided_on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    delegation = models.ForeignKey(
+        "deuz_django.Delegation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="decisions",
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
     # An operator override (``deuz resume --operator NAME``): the verdict was recorded
@@ -245,5 +261,12 @@ class Approval(models.Model):
         if self.operator:
             return _("%(name)s (operator override)") % {"name": self.operator}
         if self.decided_by is not None:
-            return str(self.decided_by.get_username())
+            name = str(self.decided_by.get_username())
+            lender = self.decided_on_behalf_of
+            if lender is None:
+                return name
+            return _("%(delegate)s on behalf of %(delegator)s") % {
+                "delegate": name,
+                "delegator": lender.get_username(),
+            }
         return str(_("the system"))

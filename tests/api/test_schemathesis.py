@@ -41,6 +41,7 @@ def fuzzer_token(site: LiveSite) -> str:
             from rest_framework.authtoken.models import Token
             from deuz_django.services import resume_run, start_run
             user = User.objects.create_superuser("fuzzer", password="pw")
+            User.objects.create_user("bob", password="pw")  # the delegate of the examples
             messages = [{{"role": "user", "content": "Refund A-1 and tell Ann."}}]
             start_run(agent="gated", messages=messages, owner=user, run_id={FUZZ_RUN!r})
             resume_run({FUZZ_RUN!r})

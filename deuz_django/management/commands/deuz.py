@@ -1,5 +1,5 @@
 """``manage.py deuz``: list, show, resume, stop, fork, replay, steer (``input``), recover,
-sweep and prune runs.
+sweep and prune runs; lend approval rights (``delegation``).
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
@@ -10,6 +10,9 @@ sweep and prune runs.
                      [--fork-run-id ID] (--as USERNAME | --operator NAME)
     deuz replay RUN_ID [--agent NAME] [--system TEXT] (--as USERNAME | --operator NAME)
     deuz input RUN_ID TEXT (--as USERNAME | --operator NAME) [--input-id ID]
+    deuz delegation add FROM_USERNAME TO_USERNAME --until ISO [--from ISO] [--note TEXT]
+    deuz delegation list [--user USERNAME] [--all]
+    deuz delegation revoke ID
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
@@ -63,6 +66,7 @@ from ...storage.db import bounded_atomic
 from .. import forking
 from ..arguments import Parser, add_actions
 from ..deciders import ShellDecider
+from ..delegating import DelegationAction
 from ..inputs import InputAction
 from ..lookups import approval_of, run_named
 from ..output import (
@@ -84,7 +88,7 @@ NO_DECIDER = (
 )
 
 
-class Command(InputAction, ReplayAction):
+class Command(InputAction, ReplayAction, DelegationAction):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(
