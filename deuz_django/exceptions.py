@@ -179,3 +179,8 @@ class NotPermitted(PermissionDenied):
 class InvalidDeadline(ImproperlyConfigured, ValueError):
     """A :class:`~deuz_django.deadlines.Deadline`, or an agent's ``deadlines``, that
     cannot work; the message names the field (``Deadline.extend_by: …``)."""
+
+
+class InvalidApprovalChain(ImproperlyConfigured, ValueError):
+    """An :class:`~deuz_django.quorum.ApprovalChain` (or a stage of one), or an agent's
+    ``approval_chains``, that cannot work; the message names the field."""

@@ -21,7 +21,8 @@ from .core import LanguageModel, Tool, Usage
 from .core.exceptions import DeuzError
 from .core.tools import coerce_tools
 from .deadlines import Deadline, DeadlineRules
-from .exceptions import InvalidDeadline, UnknownAgent
+from .exceptions import InvalidApprovalChain, InvalidDeadline, UnknownAgent
+from .quorum import ApprovalChain
 from .runs.limits import RunLimits
 from .runs.limits import configured as configured_limits
 from .runs.limits import settings_problem as limits_problem
@@ -41,7 +42,8 @@ class AgentSpec:
     ``deadline`` for every call, ``deadlines`` by tool path), its overrides of the
     run-wide limits (:mod:`deuz_django.runs.limits`) and what it does with input sent
     while it runs (``steering``: ``"enqueue"``, ``"interrupt"`` or ``"reject"``,
-    :mod:`deuz_django.runs.steering`)."""
+    :mod:`deuz_django.runs.steering`); ``approval_chains`` by tool path: calls that
+    need several approvals, in stages (:mod:`deuz_django.quorum`)."""
 
     model: LanguageModel
     tools: Sequence[Tool] | Mapping[str, Tool] = ()
@@ -52,6 +54,7 @@ class AgentSpec:
     deadlines: Mapping[str, Deadline] = field(default_factory=dict)
     limits: Mapping[str, Any] = field(default_factory=dict)
     steering: Steering = "enqueue"
+    approval_chains: Mapping[str, ApprovalChain] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         problem = limits_problem(self.limits, "AgentSpec.limits")
@@ -72,6 +75,18 @@ class AgentSpec:
                 problem = _deadline_problem(tools, path, deadline)
                 if problem is not None:
                     raise InvalidDeadline(f"AgentSpec.deadlines[{path!r}]: {problem}")
+        for path, chain in self.approval_chains.items():
+            problem = _chain_problem(self.tool_set, path, chain)
+            if problem is not None:
+                raise InvalidApprovalChain(
+                    f"AgentSpec.approval_chains[{path!r}]: {problem}"
+                )
+
+    def approval_chain(
+        self, tool_name: str, agent_path: Sequence[str]
+    ) -> ApprovalChain | None:
+        """The chain a call of ``tool_name`` inside ``agent_path`` is approved through."""
+        return self.approval_chains.get("/".join([*agent_path, tool_name]))
 
     @property
     def tool_set(self) -> dict[str, Tool]:
@@ -172,6 +187,13 @@ def agent_deadlines(name: str) -> DeadlineRules:
 
 
 @cache
+def agent_chains(name: str) -> Callable[[str, Sequence[str]], ApprovalChain | None]:
+    """How the agent registered as ``name`` finds a call's approval chain, read once
+    per process like :func:`agent_tools`."""
+    return load_agent(name).approval_chain
+
+
+@cache
 def agent_steering(name: str) -> Steering:
     """The steering policy of the agent registered as ``name``, read once per process
     like :func:`agent_tools`."""
@@ -185,6 +207,7 @@ def forget_agents_on_setting_changed(*, setting: str, **kwargs: Any) -> None:
         agent_pricer.cache_clear()
         agent_deadlines.cache_clear()
         agent_steering.cache_clear()
+        agent_chains.cache_clear()
 
 
 def find_tool(
@@ -197,6 +220,22 @@ def find_tool(
             return None
         tools = holder.sub_tools
     return tools.get(name)
+
+
+def _chain_problem(tools: Mapping[str, Tool], path: Any, chain: Any) -> str | None:
+    """Why ``approval_chains[path]`` cannot apply: an :class:`ApprovalChain` keyed by
+    the path of a tool that needs approval."""
+    if not isinstance(chain, ApprovalChain):
+        return f"expected an ApprovalChain, got {chain!r}"
+    if not isinstance(path, str) or not path:
+        return "expected a tool path such as 'issue_refund' or 'researcher/save_note'"
+    *agents, name = path.split("/")
+    found = find_tool(tools, name, agents)
+    if found is None or found.sub_tools is not None:
+        return "the agent has no such tool (a sub-agent's tool is 'agent/tool')"
+    if found.needs_approval is False:
+        return f"{name} never needs approval, so its calls never wait for a person"
+    return None
 
 
 def _deadline_problem(

@@ -64,6 +64,8 @@ DEUZ = {
         "mailing_v2": "tests.django.replay_agents.mailing_v2",
         "diverging": "tests.django.replay_agents.diverging",
         "steered": "tests.reliability.steering_agent.steered",
+        "pair": "tests.django.quorum_agents.pair",
+        "chain": "tests.django.quorum_agents.chain",
         **{
             name: f"tests.django.steering_agents.{name}"
             for name in (

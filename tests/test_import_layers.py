@@ -108,11 +108,12 @@ LAYERS = tuple(
     for layer in (
         "core",
         "conf exceptions signals _moved",
-        "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
+        "models permissions registry deadlines deadlines.rows rules.conditions runs.limits "
+        "quorum",
         "storage",
         "approvals rules notifications streaming.live runs.stopping runs.steering "
         "runs.transcript runs.threads runs.draining runs.recoverable runs.lease_renewal "
-        "runs.replays",
+        "runs.replays quorum.voting quorum.progress",
         "runs.claims runs.legs runs.outcomes runs.tasks runs.handed_off",
         "services runs.continuing runs.forking runs.recovery deadlines.sweep "
         "streaming.following checks apps",

@@ -102,12 +102,13 @@ class ApprovalColumns:
                 )
             deadline = display.deadline(obj)
             return format_html(
-                '{}<span class="deuz-when"><br>{} {}{}{}</span>',
+                '{}<span class="deuz-when"><br>{} {}{}{}</span>{}',
                 status,
                 _("asked"),
                 display.relative_time(obj.created_at),
                 expires,
                 format_html("<br>{}", deadline) if deadline else "",
+                display.progress(obj),
             )
         escalated = display.escalated(obj)
         return format_html(

@@ -24,6 +24,7 @@ from ..core.usage import Usage
 from ..deadlines import escalation_label
 from ..models import Approval, Run
 from ..permissions import approval_tool
+from ..quorum.progress import progress_of
 from ..registry import agent_pricer
 from ..rules.grants import Allow
 from ..runs.transcript import compact, pretty
@@ -254,6 +255,28 @@ def decided_by(approval: Approval) -> SafeString | str:
         str(automatic),
         _("made by"),
         maker.get_username() if maker else EMPTY,
+    )
+
+
+def progress(approval: Approval) -> SafeString | str:
+    """A chained call's "1 of 2 approvals · stage 1 of 2", who approved and who may
+    still (:mod:`deuz_django.quorum`); nothing for other calls."""
+    found = progress_of(approval)
+    if found is None:
+        return ""
+    voters = ", ".join(
+        by
+        if behalf is None
+        else _("%(by)s on behalf of %(for)s") % {"by": by, "for": behalf}
+        for by, behalf in found.approvals
+    )
+    return format_html(
+        '<br><span class="deuz-progress">{}</span>{}{}',
+        found.summary,
+        format_html("<br>{} {}", _("approved by"), voters) if voters else "",
+        format_html("<br>{} {}", _("may still:"), ", ".join(found.may_still))
+        if found.may_still
+        else "",
     )
 
 

@@ -129,6 +129,7 @@ APPROVAL: dict[str, Any] = {
     "decidedBy": None,
     "decidedOnBehalfOf": None,
     "automaticDecision": None,
+    "approvalProgress": None,
     "decidedAt": None,
     "reason": "",
     "createdAt": "2026-01-05T10:00:00Z",

@@ -24,7 +24,9 @@ from ..models import (
     RunMessage,
     RunStatus,
 )
+from ..quorum.progress import progress_of
 from .lineage import ForkLineage
+from .progress import ProgressSerializer
 from .schema import MESSAGE_SCHEMA, USAGE_SCHEMA
 
 
@@ -126,6 +128,7 @@ class ApprovalSerializer(serializers.ModelSerializer[Approval]):
         help_text="A delegate's decision: whose rights it used (decidedBy delegated).",
     )
     automaticDecision = serializers.SerializerMethodField()
+    approvalProgress = serializers.SerializerMethodField()
     decidedAt = serializers.DateTimeField(source="decided_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
     deadline = serializers.DateTimeField(
@@ -185,6 +188,7 @@ class ApprovalSerializer(serializers.ModelSerializer[Approval]):
             "decidedBy",
             "decidedOnBehalfOf",
             "automaticDecision",
+            "approvalProgress",
             "decidedAt",
             "reason",
             "createdAt",
@@ -217,6 +221,11 @@ class ApprovalSerializer(serializers.ModelSerializer[Approval]):
 
     def get_escalateTo(self, approval: Approval) -> str | None:
         return approval.escalate_to or None
+
+    @extend_schema_field(ProgressSerializer(allow_null=True))
+    def get_approvalProgress(self, approval: Approval) -> dict[str, Any] | None:
+        progress = progress_of(approval)
+        return None if progress is None else progress.to_json()
 
     @extend_schema_field(AutomaticDecisionSerializer(allow_null=True))
     def get_automaticDecision(self, approval: Approval) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from ..exceptions import (
     RunBusy,
 )
 from ..models import Approval, ApprovalKind, RunStatus
+from ..quorum.progress import progress_of
 from ..rules.grants import Allow
 from ..runs.recovery import who_continues
 from .verdicts import RecordedResult, Verdict
@@ -93,6 +94,16 @@ def decide(
                 request,
                 _("%(call)s had expired; it was recorded as expired and will not run.")
                 % {"call": call_label(approval)},
+            )
+        elif decision.approval.is_pending:  # a vote: the call needs more approvals
+            progress = progress_of(decision.approval)
+            messages.success(
+                request,
+                _("Your verdict on %(call)s is recorded: %(progress)s.")
+                % {
+                    "call": call_label(approval),
+                    "progress": progress.summary if progress else _("it waits"),
+                },
             )
         else:
             recorded.append(decision.approval)

@@ -61,6 +61,7 @@ from ..permissions import (
     is_signed_in,
     lent_rights,
 )
+from ..quorum.voting import cast, chain_of, chain_refusal
 from ..rules.grants import Allow, allow_problem, record_grant
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
@@ -170,9 +171,11 @@ def check_verdict(
             "approvalId",
         )
     problem = decide_refusal(user, approval, approving=verdict.approved)
-    if problem is not None and not lent_rights(
-        user, approval, approving=verdict.approved
-    ):
+    lent = lent_rights(user, approval, approving=verdict.approved) if problem else None
+    if problem is not None and lent is None:
+        return Refusal(NotPermitted(problem), problem, "approvalId")
+    problem = chain_refusal(user, approval, verdict, lent=lent)
+    if problem is not None:
         return Refusal(NotPermitted(problem), problem, "approvalId")
     if verdict.edited_input is not None and verdict.approved:
         problem = edit_refusal(user, approval)
@@ -317,12 +320,16 @@ def record_verdict(
         status, reason = ApprovalStatus.APPROVED, verdict.reason
     else:
         status, reason = ApprovalStatus.DENIED, verdict.reason
-    lent = None
+    lent = chain = None
     if status != ApprovalStatus.EXPIRED and not operator and automatic is None:
         lent = delegation_used(approval, user, approving=verdict.approved)
+        chain = chain_of(approval) if is_signed_in(user) else None
     with bounded_atomic():
         if lent is not None:
             hold_in_force(lent)
+        if chain is not None and not cast(approval, user, chain, verdict, lent):
+            approval.refresh_from_db()  # a vote is in: it waits for more (or a stage)
+            return Decision(approval, run_ready=False)
         updated = _write(
             approval,
             Q(),

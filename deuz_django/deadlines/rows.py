@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, ApprovalStatus
-from ..registry import agent_deadlines
+from ..registry import agent_chains, agent_deadlines
 from . import Deadline
 
 logger = logging.getLogger("deuz_django")
@@ -44,16 +44,24 @@ def schedule_deadlines(
         return
     try:
         rules = agent_deadlines(rows[0][4])
+        chains = agent_chains(rows[0][4])
     except (LookupError, DeuzError, ImproperlyConfigured):
         logger.exception("deuz: the deadlines of run %s cannot be read", run_pk)
         return
     for pk, tool_name, agent_path, created_at, _agent in rows:
-        deadline = rules.for_call(tool_name, agent_path or ())
+        chain = chains(tool_name, agent_path or ())
+        first = None if chain is None else chain.stage(0).deadline
+        deadline = first or rules.for_call(tool_name, agent_path or ())
         if deadline is not None:
-            Approval.objects.filter(pk=pk).update(**_fields(deadline, created_at))
+            Approval.objects.filter(pk=pk).update(
+                **deadline_fields(deadline, created_at)
+            )
 
 
-def _fields(deadline: Deadline, requested_at: datetime) -> dict[str, Any]:
+def deadline_fields(deadline: Deadline, requested_at: datetime) -> dict[str, Any]:
+    """An approval row's deadline columns for ``deadline``, counted from
+    ``requested_at`` (a call's request, or a chain's stage being asked)."""
+
     def at(delay: timedelta | None) -> datetime | None:
         return None if delay is None else requested_at + delay
 

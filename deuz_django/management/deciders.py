@@ -13,6 +13,7 @@ from .. import services
 from ..exceptions import ApprovalNotFound, NotPermitted
 from ..models import Approval
 from ..models.visibility import Person
+from ..quorum.progress import progress_of
 from .output import BAD_ARGUMENTS, NOT_PERMITTED
 
 
@@ -24,6 +25,9 @@ class ShellDecider:
     def __init__(self, user: Person | None, operator: str) -> None:
         self.user = user
         self.operator = operator.strip()
+        # Calls that need more approvals than this one (deuz_django.quorum): how far
+        # each has got, for the command to say instead of resuming.
+        self.votes: list[str] = []
 
     @classmethod
     def named(
@@ -46,7 +50,7 @@ class ShellDecider:
         name = self.user.get_username()
         call = f"{approval.tool_name} ({approval.approval_id})"
         try:
-            services.decide_approval(
+            decision = services.decide_approval(
                 approval, user=self.user, approved=approved, reason=reason
             )
         except ApprovalNotFound:
@@ -56,6 +60,9 @@ class ShellDecider:
                 f"{name} may not {'approve' if approved else 'deny'} {call}: {error}"
             )
         else:
+            progress = progress_of(decision.approval)
+            if progress is not None:
+                self.votes.append(f"{call}: {progress.summary}")
             return
         raise CommandError(f"{refused} Nothing was recorded.", returncode=NOT_PERMITTED)
 

@@ -1,7 +1,8 @@
 """The tables behind durable runs, one module a concept: a run and its history
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
-(:mod:`.rules`), delegated approval rights (:mod:`.delegations`), the notification
+(:mod:`.rules`), delegated approval rights (:mod:`.delegations`), the votes of calls
+that need several approvals (:mod:`.votes`), the notification
 delivery log (:mod:`.deliveries`) and what people said to runs as they ran
 (:mod:`.inputs`).
 
@@ -32,6 +33,7 @@ from .runs import (
 )
 from .steps import RunCall, RunStep
 from .stream import StreamJournalEntry
+from .votes import ApprovalVote
 
 StreamEntry = StreamJournalEntry  # its 0.1 name
 
@@ -42,6 +44,7 @@ __all__ = [
     "ApprovalKind",
     "ApprovalQuerySet",
     "ApprovalStatus",
+    "ApprovalVote",
     "Dashboard",
     "Delegation",
     "Delivery",

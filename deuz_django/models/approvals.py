@@ -128,6 +128,9 @@ class Approval(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # A call whose agent gives its tool an approval chain (deuz_django.quorum): the stage
+    # being asked, from 0; its votes are ApprovalVote rows.
+    stage = models.PositiveSmallIntegerField(default=0)
     # An operator override (``deuz resume --operator NAME``): the verdict was recorded
     # from a shell without the user permission rules; the name the operator gave.
     operator = models.CharField(max_length=150, blank=True)

@@ -12,7 +12,9 @@ crash left in doubt is always a person's to answer. For each call:
 A rule or grant decides only what the person who made it may decide now
 (:func:`deuz_django.permissions.decide_refusal` for the maker: seeing the run, deciding
 others' calls, the tool's ``approval_permission``, separation of duties), and an
-owner-wide grant never approves a tool with ``approval_by_owner=False``; so nothing
+owner-wide grant never approves a tool with ``approval_by_owner=False``, nor does any
+rule or grant approve a call that needs several approvals (an approval chain: deny
+rules still deny it); so nothing
 automatic approves a call its owner could not have approved by hand. Every decision goes
 through :func:`deuz_django.approvals.verdicts.record_verdict` — the approval's stored token
 checked, the rule or grant named on the row — and after ``MAX_AUTOMATIC_DECISIONS`` in a
@@ -34,6 +36,7 @@ from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, ApprovalStatus, Grant, Run, StandingRule
 from ..models.rules import GrantScope, RuleAction
 from ..permissions import approval_tool, decide_refusal
+from ..quorum.voting import chain_of
 from .conditions import ConditionError, matches
 
 logger = logging.getLogger("deuz_django")
@@ -107,6 +110,8 @@ def _decide(approval: Approval, rules: list[StandingRule], grants: list[Grant]) 
     denying = [r for r in covering if r.action == RuleAction.DENY]
     if denying:  # a deny rule wins; one that may not decide leaves it to a person
         return _record(approval, denying, approved=False)
+    if chain_of(approval) is not None:
+        return False  # a chain's approvals are people's (deuz_django.quorum)
     approving: list[StandingRule | Grant] = [
         *(r for r in covering if r.action == RuleAction.APPROVE),
         *(g for g in grants if _grant_covers(g, approval)),

@@ -283,6 +283,9 @@ class Command(InputAction, ReplayAction, DelegationAction):
                 if deny_remaining:
                     for approval in services.current_pending(run).select_related("run"):
                         decider.decide(approval, False, reason)
+            if decider.votes:  # recorded as votes: those calls need more approvals
+                self.stdout.write(f"Run {run_id} waits: {'; '.join(decider.votes)}")
+                return
         outcome = async_to_sync(services.aresume_run)(run_id)
         if outcome.error:
             raise CommandError(f"The leg failed: {outcome.error}", returncode=RUN_ERROR)

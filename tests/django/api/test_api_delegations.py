@@ -60,7 +60,9 @@ def test_a_delegation_is_made_listed_by_both_and_used_for_a_verdict(
     run = started(make_user("ann"))
     response = client(bob).post(verdicts_url(run), [approve(run, "r1")], format="json")
     assert response.status_code == 200, response.json()
-    detail = client(bob).get(f"{API}/approvals/?runId={run.run_id}&status=approved").json()
+    detail = (
+        client(bob).get(f"{API}/approvals/?runId={run.run_id}&status=approved").json()
+    )
     decided = {a["approvalId"]: a for a in detail["results"]}["r1"]
     assert (decided["decidedBy"], decided["decidedOnBehalfOf"]) == ("bob", "fin")
 
