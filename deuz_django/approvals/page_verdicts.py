@@ -96,15 +96,7 @@ def decide(
                 % {"call": call_label(approval)},
             )
         elif decision.approval.is_pending:  # a vote: the call needs more approvals
-            progress = progress_of(decision.approval)
-            messages.success(
-                request,
-                _("Your verdict on %(call)s is recorded: %(progress)s.")
-                % {
-                    "call": call_label(approval),
-                    "progress": progress.summary if progress else _("it waits"),
-                },
-            )
+            _say_voted(request, decision.approval)
         else:
             recorded.append(decision.approval)
             for grant in decision.approval.grants_made.all():
@@ -125,6 +117,18 @@ def decide(
     for done in continuations:
         level, text = _continuation(done)
         messages.add_message(request, level, text)
+
+
+def _say_voted(request: HttpRequest, approval: Approval) -> None:
+    progress = progress_of(approval)
+    messages.success(
+        request,
+        _("Your verdict on %(call)s is recorded: %(progress)s.")
+        % {
+            "call": call_label(approval),
+            "progress": progress.summary if progress else _("it waits"),
+        },
+    )
 
 
 def _record(
