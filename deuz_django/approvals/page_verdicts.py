@@ -99,12 +99,7 @@ def decide(
             _say_voted(request, decision.approval)
         else:
             recorded.append(decision.approval)
-            for grant in decision.approval.grants_made.all():
-                messages.info(
-                    request,
-                    _("%(grant)s approves later calls automatically.")
-                    % {"grant": str(grant).capitalize()},
-                )
+            _say_granted(request, decision.approval)
         if done.run_ready:
             continuations.append(done)
     if recorded:
@@ -117,6 +112,15 @@ def decide(
     for done in continuations:
         level, text = _continuation(done)
         messages.add_message(request, level, text)
+
+
+def _say_granted(request: HttpRequest, approval: Approval) -> None:
+    for grant in approval.grants_made.all():
+        messages.info(
+            request,
+            _("%(grant)s approves later calls automatically.")
+            % {"grant": str(grant).capitalize()},
+        )
 
 
 def _say_voted(request: HttpRequest, approval: Approval) -> None:
