@@ -9,7 +9,7 @@ from typing import Any
 
 from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -100,6 +100,8 @@ urlpatterns = [
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
+    # A2A v1.0 (HTTP+JSON binding), one agent at a time; see deuz_django.protocols.a2a.
+    path("a2a/", include("deuz_django.protocols.a2a.urls")),
     path(
         "schema/",
         SchemaView.as_view(custom_settings=SCHEMA_SETTINGS),
