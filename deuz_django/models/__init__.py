@@ -2,7 +2,7 @@
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
 (:mod:`.rules`), the notification delivery log (:mod:`.deliveries`) and what people said
-to runs as they ran (:mod:`.inputs`).
+to runs as they ran (:mod:`.inputs`), and the A2A context of a run (:mod:`.contexts`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -16,6 +16,7 @@ from .approvals import (
     ApprovalQuerySet,
     ApprovalStatus,
 )
+from .contexts import TaskContext
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
 from .inputs import RunInput
 from .rules import Grant, GrantScope, RuleAction, StandingRule
@@ -57,4 +58,5 @@ __all__ = [
     "RunStep",
     "StandingRule",
     "StreamJournalEntry",
+    "TaskContext",
 ]

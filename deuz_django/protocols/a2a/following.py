@@ -19,7 +19,7 @@ from ...models import Run
 from ...storage.stream_journal import get_journal
 from ...streaming.following import Unavailable, follow
 from .parts import EventMapper, TextFold
-from .tasks import INPUT_REQUIRED, SETTLED, task, task_state, task_status
+from .tasks import INPUT_REQUIRED, SETTLED, context_id, task, task_state, task_status
 
 POLL_SECONDS = 0.15
 PAGE = 1000
@@ -42,7 +42,7 @@ def _settled(run: Run, leg_ended: bool) -> bool:
 def _final(run: Run) -> a2a.StreamResponse:
     return a2a.StreamResponse(
         status_update=a2a.TaskStatusUpdateEvent(
-            task_id=run.run_id, context_id=run.run_id, status=task_status(run)
+            task_id=run.run_id, context_id=context_id(run), status=task_status(run)
         )
     )
 
@@ -65,7 +65,7 @@ async def events(
     past the snapshot (the one an answer started)."""
     run_id = start.task.id
     reload = sync_to_async(Run.objects.get)
-    mapper = EventMapper(run_id, start.text)
+    mapper = EventMapper(run_id, start.task.context_id, start.text)
     leg_ended = not wait_for_leg
     reader = cast(
         AsyncGenerator[list[Record] | Unavailable, None],

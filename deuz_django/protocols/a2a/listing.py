@@ -62,9 +62,17 @@ def read_query(query: QueryDict) -> dict[str, Any]:
 
 
 def tasks(user: Person, agent: str, query: dict[str, Any]) -> a2a.ListTasksResponse:
-    runs = Run.objects.for_user(user).filter(agent=agent, parent__isnull=True)
+    runs = (
+        Run.objects.for_user(user)
+        .filter(agent=agent, parent__isnull=True)
+        .select_related("task_context")
+    )
     if query["context_id"]:
-        runs = runs.filter(run_id=query["context_id"])
+        context = query["context_id"]
+        runs = runs.filter(
+            Q(task_context__context_id=context)
+            | Q(run_id=context, task_context__isnull=True)
+        )
     if query["state"]:
         runs = runs.filter(STATE_FILTERS[query["state"]])
     total = runs.count()

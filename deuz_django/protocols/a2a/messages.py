@@ -1,12 +1,13 @@
 """A message sent to an agent: a new task, or the answer to a task waiting for input.
 
 A message without ``taskId`` starts a run of the agent with its text (``start_run``,
-continued in the background like every run). A message with the ``taskId`` of a run
-waiting for input answers it: its data part carries the verdicts in the REST API's
-shape — ``{"verdicts": [{"approvalId", "approved", "token", "reason", "editedInput",
-"answer"}]}`` — checked and recorded by the same code as ``POST runs/{id}/verdicts/``
-(:mod:`deuz_django.api.batches`), so permissions, tokens and deadlines hold exactly as
-elsewhere."""
+continued in the background like every run); with a ``contextId`` the caller used
+before, the run starts from the history of the context's last task. A message with
+the ``taskId`` of a run waiting for input answers it: its data part carries the
+verdicts in the REST API's shape — ``{"verdicts": [{"approvalId", "approved",
+"token", "reason", "editedInput", "answer"}]}`` — checked and recorded by the same
+code as ``POST runs/{id}/verdicts/`` (:mod:`deuz_django.api.batches`), so
+permissions, tokens and deadlines hold exactly as elsewhere."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from google.protobuf import json_format
 
 from ...api.batches import check_batch, read_batch
+from ...core import Message
 from ...exceptions import RunNotFound
-from ...models import Run
+from ...models import Run, RunStatus, TaskContext
 from ...models.visibility import Person
+from ...runs.transcript import run_messages
 from ...services import enqueue_run, record_checked_verdicts, start_run
+from ...storage.db import bounded_atomic
 from .tasks import INPUT_REQUIRED, task_state
+
+MAX_CONTEXT_ID = 200  # TaskContext.context_id
 
 
 def message_text(message: a2a.Message) -> str:
@@ -47,19 +53,44 @@ def send(user: Person, agent: str, message: a2a.Message) -> tuple[Run, bool]:
             raise RunNotFound(message.task_id)  # another agent's: not found here
         continued = answer(user, run, message)
         return Run.objects.get(pk=run.pk), continued
-    if message.context_id:
-        raise UnsupportedOperationError(
-            "message.contextId: a new task in an existing context is not supported "
-            "yet; leave contextId out to start a task, or send taskId to answer one."
-        )
     text = message_text(message)
     if not text.strip():
         raise InvalidParamsError("message.parts: a new task needs a text part.")
-    run = start_run(
-        agent=agent, messages=[{"role": "user", "content": text}], owner=user
-    )
+    history = context_history(user, message.context_id)
+    with bounded_atomic():
+        run = start_run(
+            agent=agent,
+            messages=[*history, {"role": "user", "content": text}],
+            owner=user,
+        )
+        TaskContext.objects.create(run=run, context_id=message.context_id or run.run_id)
     enqueue_run(run.run_id)
     return run, True
+
+
+def context_history(user: Person, context: str) -> list[Message]:
+    """The conversation so far in the caller's ``context``: the history of its last
+    task, which must be completed (a context unknown to the caller is a new one)."""
+    if not context:
+        return []
+    if len(context) > MAX_CONTEXT_ID:
+        raise InvalidParamsError(
+            f"message.contextId: at most {MAX_CONTEXT_ID} characters."
+        )
+    last = (
+        Run.objects.for_user(user)
+        .filter(task_context__context_id=context)
+        .order_by("-pk")
+        .first()
+    )
+    if last is None:
+        return []
+    if last.status != RunStatus.COMPLETED:
+        raise UnsupportedOperationError(
+            f"message.contextId: the context's last task ({last.run_id}) is not "
+            "completed; answer or cancel it before starting another."
+        )
+    return [m for m in run_messages(last) if m.role != "system"]
 
 
 def answer(user: Person, run: Run, message: a2a.Message) -> bool:

@@ -37,10 +37,11 @@ class TextFold:
 
 
 class EventMapper:
-    """Records → events for one task, after a snapshot that held ``text``."""
+    """Records → events for one task of a context, after a snapshot that held ``text``."""
 
-    def __init__(self, task_id: str, text: str = "") -> None:
+    def __init__(self, task_id: str, context_id: str, text: str = "") -> None:
         self.task_id = task_id
+        self.context_id = context_id
         self.fold = TextFold()
         self.fold.text = text
 
@@ -60,7 +61,7 @@ class EventMapper:
         """``WORKING`` at each step's start, naming the step and its journal seq."""
         update = a2a.TaskStatusUpdateEvent(
             task_id=self.task_id,
-            context_id=self.task_id,
+            context_id=self.context_id,
             status=a2a.TaskStatus(state=a2a.TaskState.TASK_STATE_WORKING),
         )
         update.metadata.update(
@@ -74,7 +75,7 @@ class EventMapper:
         return a2a.StreamResponse(
             artifact_update=a2a.TaskArtifactUpdateEvent(
                 task_id=self.task_id,
-                context_id=self.task_id,
+                context_id=self.context_id,
                 append=append,
                 artifact=a2a.Artifact(
                     artifact_id=ARTIFACT_ID,

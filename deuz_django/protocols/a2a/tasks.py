@@ -14,7 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from ...approvals.pending import current_pending
 from ...core.journal import Record
-from ...models import Approval, Run, RunStatus
+from ...models import Approval, Run, RunStatus, TaskContext
 from ...runs.transcript import run_messages
 from .parts import ARTIFACT_ID, TextFold
 
@@ -26,6 +26,12 @@ CANCELED = a2a.TaskState.TASK_STATE_CANCELED
 REJECTED = a2a.TaskState.TASK_STATE_REJECTED
 # A stream or a blocking send ends at these: the task is over, or waits for someone.
 SETTLED = frozenset({INPUT_REQUIRED, COMPLETED, CANCELED, REJECTED})
+
+
+def context_id(run: Run) -> str:
+    """The run's A2A context: its :class:`TaskContext` row's, or the run itself."""
+    found = TaskContext.objects.filter(run=run).first()
+    return found.context_id if found is not None else run.run_id
 
 
 def task_state(run: Run) -> a2a.TaskState:
@@ -75,7 +81,7 @@ def status_message(run: Run, state: a2a.TaskState) -> a2a.Message | None:
     return a2a.Message(
         message_id=f"{run.run_id}-input-{run.step_index}",
         task_id=run.run_id,
-        context_id=run.run_id,
+        context_id=context_id(run),
         role=a2a.Role.ROLE_AGENT,
         parts=[
             a2a.Part(text=f"Waiting for a verdict on: {names}."),
@@ -96,11 +102,12 @@ def task_status(run: Run) -> a2a.TaskStatus:
 
 def history(run: Run, length: int | None) -> list[a2a.Message]:
     """The conversation's user and assistant turns with text, the last ``length``."""
+    context = context_id(run)
     turns = [
         a2a.Message(
             message_id=f"{run.run_id}-{index}",
             task_id=run.run_id,
-            context_id=run.run_id,
+            context_id=context,
             role=a2a.Role.ROLE_USER if m.role == "user" else a2a.Role.ROLE_AGENT,
             parts=[a2a.Part(text=m.text)],
         )
@@ -128,7 +135,7 @@ def task(
     """The task ``run`` is, its artifact folded from ``records`` (the journal so far)."""
     found = a2a.Task(
         id=run.run_id,
-        context_id=run.run_id,
+        context_id=context_id(run),
         status=task_status(run),
         history=history(run, history_length),
     )

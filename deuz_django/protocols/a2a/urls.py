@@ -18,4 +18,9 @@ urlpatterns = [
     re_path(AGENT + TASK + r"$", views.get_task, name="a2a-task"),
     re_path(AGENT + TASK + r":cancel$", views.cancel_task, name="a2a-cancel"),
     re_path(AGENT + TASK + r":subscribe$", views.subscribe, name="a2a-subscribe"),
+    re_path(
+        AGENT + TASK + r"/pushNotificationConfigs(?:/(?P<config_id>[^/]+))?$",
+        views.push_configs,
+        name="a2a-push-configs",
+    ),
 ]

@@ -18,11 +18,13 @@ from a2a.types import a2a_pb2 as a2a
 from a2a.utils.errors import (
     InvalidRequestError,
     MethodNotFoundError,
+    PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from google.protobuf import json_format
 from google.protobuf.message import Message as Proto
@@ -101,7 +103,11 @@ def read_body[T: Proto](request: HttpRequest, message: T) -> T:
 
 @endpoint("GET", signed_in=False)
 async def card(request: HttpRequest, user: Any, agent: str) -> HttpResponseBase:
-    base = request.path.removesuffix(".well-known/agent-card.json")
+    # Named by route, so a card also served at the site's root names the interface.
+    match = request.resolver_match
+    namespace = (match.namespace if match else "") or "deuz"
+    tasks_path = reverse(f"{namespace}:a2a-tasks", kwargs={"agent": agent})
+    base = tasks_path.removesuffix("tasks")
     found = await sync_to_async(agent_card)(request, agent, base)
     return proto_response(found)
 
@@ -211,3 +217,15 @@ async def subscribe(
         )
     waiting = start.task.status.state == a2a.TaskState.TASK_STATE_INPUT_REQUIRED
     return sse(_stream(start, wait_for_leg=waiting))
+
+
+@endpoint("GET", "POST", "DELETE")
+async def push_configs(
+    request: HttpRequest, user: Any, agent: str, task_id: str, **config: str
+) -> HttpResponseBase:
+    """Not yet: the card says ``pushNotifications: false``; follow a task with
+    ``message:stream`` or ``tasks/{id}:subscribe``, or the app's signed webhooks."""
+    await _visible(user, agent, task_id)
+    raise PushNotificationNotSupportedError(
+        "Push notifications are not supported yet: subscribe to the task instead."
+    )

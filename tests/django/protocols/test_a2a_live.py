@@ -321,3 +321,25 @@ async def test_return_immediately_answers_before_the_run_settles(
             break
         await asyncio.sleep(0.05)
     assert await completed()
+
+
+async def test_a_context_carries_the_conversation_into_its_next_task(
+    site: LiveSite, server: Daphne, clients: list[httpx.AsyncClient]
+) -> None:
+    client = await connect(clients, server, "scripted", api_token(site, "hal"))
+    first_request = user_text("Echo hi.")
+    first_request.message.context_id = "chat-7"
+    first = await send(client, first_request)
+    assert first.status.state == STATE.TASK_STATE_COMPLETED
+    assert first.context_id == "chat-7"
+
+    second_request = user_text("And again.")
+    second_request.message.context_id = "chat-7"
+    second = await send(client, second_request)
+    assert second.id != first.id
+    assert second.context_id == "chat-7"
+    said = [p.text for m in second.history for p in m.parts]
+    assert said[0] == "Echo hi."
+    assert "And again." in said
+    listed = await client.list_tasks(a2a.ListTasksRequest(context_id="chat-7"))
+    assert [t.id for t in listed.tasks] == [second.id, first.id]
