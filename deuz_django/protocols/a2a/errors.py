@@ -16,11 +16,12 @@ from a2a.utils.errors import (
     A2AError,
     InternalError,
     InvalidParamsError,
+    InvalidRequestError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.http import JsonResponse
 from rest_framework.exceptions import APIException, NotFound
 
@@ -49,6 +50,8 @@ def a2a_error(error: Exception) -> A2AError:
             return error
         case RunNotFound() | UnknownAgent() | NotFound() | ObjectDoesNotExist():
             return TaskNotFoundError()
+        case RequestDataTooBig():
+            return InvalidRequestError("The body is larger than this server takes.")
         case RunNotStoppable():
             return TaskNotCancelableError(str(error))
         case RunBusy():

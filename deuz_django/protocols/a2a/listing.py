@@ -3,6 +3,7 @@ filtered by context and state as A2A's ``ListTasksRequest`` says."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from a2a.types import a2a_pb2 as a2a
@@ -37,6 +38,21 @@ def _count(query: QueryDict, name: str, default: int | None) -> int | None:
     return int(value)
 
 
+def _moment(query: QueryDict, name: str) -> datetime | None:
+    value = query.get(name)
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidParamsError(
+            f"{name}: an RFC 3339 timestamp with its offset, not {value!r}."
+        )
+    return moment
+
+
 def read_query(query: QueryDict) -> dict[str, Any]:
     state = query.get("status", "")
     if state and state not in STATE_FILTERS:
@@ -58,6 +74,7 @@ def read_query(query: QueryDict) -> dict[str, Any]:
         "after": int(token) if token else None,
         "history_length": _count(query, "historyLength", 0),
         "artifacts": query.get("includeArtifacts", "") == "true",
+        "updated_after": _moment(query, "statusTimestampAfter"),
     }
 
 
@@ -75,6 +92,8 @@ def tasks(user: Person, agent: str, query: dict[str, Any]) -> a2a.ListTasksRespo
         )
     if query["state"]:
         runs = runs.filter(STATE_FILTERS[query["state"]])
+    if query["updated_after"] is not None:
+        runs = runs.filter(updated_at__gte=query["updated_after"])
     total = runs.count()
     if query["after"] is not None:
         runs = runs.filter(pk__lt=query["after"])

@@ -87,10 +87,8 @@ def endpoint(*methods: str, signed_in: bool = True) -> Callable[[View], Route]:
     return decorate
 
 
-def proto_response(message: Proto, status: int = 200) -> JsonResponse:
-    return JsonResponse(
-        json_format.MessageToDict(message), status=status, content_type=A2A_JSON
-    )
+def proto_response(message: Proto) -> JsonResponse:
+    return JsonResponse(json_format.MessageToDict(message), content_type=A2A_JSON)
 
 
 def read_body[T: Proto](request: HttpRequest, message: T) -> T:

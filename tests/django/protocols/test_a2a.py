@@ -4,6 +4,7 @@ and the task list (the live tests drive whole runs through the SDK's client)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -65,6 +66,15 @@ def test_a_body_that_is_not_a_request_is_invalid(caller: Client) -> None:
     answer = caller.post(f"{BASE}/message:send", {"message": 3}, "application/json")
     assert answer.status_code == 400
     assert reason(answer) == "INVALID_REQUEST"
+
+
+def test_an_oversized_body_is_an_invalid_request(caller: Client, settings: Any) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = {"message": {"messageId": "m", "parts": [{"text": "x" * 2000}]}}
+    answer = caller.post(f"{BASE}/message:send", body, "application/json")
+    assert answer.status_code == 400
+    assert reason(answer) == "INVALID_REQUEST"
+    assert not Run.objects.exists()
 
 
 def test_a_message_without_text_starts_nothing(caller: Client) -> None:
@@ -140,6 +150,9 @@ def test_the_list_is_the_callers_filtered_by_state_a_page_at_a_time(
     assert [t.id for t in page(status="TASK_STATE_INPUT_REQUIRED").tasks] == [
         waiting.run_id
     ]
-    bad = caller.get(f"{BASE}/tasks", {"status": "DONE"})
-    assert bad.status_code == 400
-    assert reason(bad) == "INVALID_PARAMS"
+    later = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert not page(statusTimestampAfter=later).tasks
+    for query in ({"status": "DONE"}, {"statusTimestampAfter": "-1"}):
+        bad = caller.get(f"{BASE}/tasks", query)
+        assert bad.status_code == 400
+        assert reason(bad) == "INVALID_PARAMS"
