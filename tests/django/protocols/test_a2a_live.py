@@ -22,6 +22,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from google.protobuf import json_format
 
 from tests.live_site import Daphne, LiveSite
 
@@ -343,3 +344,70 @@ async def test_a_context_carries_the_conversation_into_its_next_task(
     assert "And again." in said
     listed = await client.list_tasks(a2a.ListTasksRequest(context_id="chat-7"))
     assert [t.id for t in listed.tasks] == [second.id, first.id]
+
+
+async def test_a_question_is_input_required_and_answered_like_every_answer(
+    site: LiveSite, server: Daphne, clients: list[httpx.AsyncClient]
+) -> None:
+    token = api_token(site, "ida")
+    client = await connect(clients, server, "questioner", token)
+    task = await send(client, user_text("Refund A-1."))
+    assert task.status.state == STATE.TASK_STATE_INPUT_REQUIRED
+    (ask,) = pending(task)
+    assert ask["kind"] == "question"
+    assert ask["question"]["choices"] == ["card", "store credit"]
+    assert "deadline" in ask
+    done = await send(
+        client,
+        verdicts(
+            task.id,
+            {
+                "approvalId": ask["approvalId"],
+                "approved": True,
+                "token": ask["token"],
+                "answer": "card",
+            },
+        ),
+    )
+    assert done.status.state == STATE.TASK_STATE_COMPLETED
+    assert artifact_text(done) == "Answer: card"
+
+    form = await connect(clients, server, "form_asker", token)
+    task = await send(form, user_text("Refund A-1."))
+    (ask,) = pending(task)
+    wrong = {"approvalId": ask["approvalId"], "approved": True, "token": ask["token"]}
+    with pytest.raises(InvalidParamsError, match="amount"):
+        await send(form, verdicts(task.id, {**wrong, "answer": {"amount": 0}}))
+    still = await form.get_task(a2a.GetTaskRequest(id=task.id))
+    assert still.status.state == STATE.TASK_STATE_INPUT_REQUIRED
+
+
+async def test_a_streamed_answer_streams_the_leg_it_starts(
+    site: LiveSite, server: Daphne, clients: list[httpx.AsyncClient]
+) -> None:
+    client = await connect(
+        clients, server, "asker", api_token(site, "jo"), streaming=True
+    )
+    events = [e async for e in client.send_message(user_text("Mail Ann."))]
+    assert events[0].HasField("task")
+    last = events[-1].status_update.status
+    assert last.state == STATE.TASK_STATE_INPUT_REQUIRED
+    (call,) = [
+        p
+        for part in last.message.parts
+        if part.HasField("data")
+        for p in json_format.MessageToDict(part.data)["pendingApprovals"]
+    ]
+    answer = verdicts(
+        events[0].task.id,
+        {"approvalId": call["approvalId"], "approved": True, "token": call["token"]},
+    )
+    text, states = "", []
+    async for event in client.send_message(answer):
+        if event.HasField("artifact_update"):
+            text += "".join(p.text for p in event.artifact_update.artifact.parts)
+        elif event.HasField("status_update"):
+            states.append(event.status_update.status.state)
+    assert text == answer_text("sent")
+    assert states[0] == STATE.TASK_STATE_WORKING
+    assert states[-1] == STATE.TASK_STATE_COMPLETED
