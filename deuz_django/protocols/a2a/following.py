@@ -6,6 +6,7 @@ process died, so a stream outlives the server that started the leg."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from .parts import EventMapper, TextFold
 from .tasks import INPUT_REQUIRED, SETTLED, context_id, task, task_state, task_status
 
 POLL_SECONDS = 0.15
+SILENT_LOOK_SECONDS = 1.0
 PAGE = 1000
 
 
@@ -67,6 +69,7 @@ async def events(
     reload = sync_to_async(Run.objects.get)
     mapper = EventMapper(run_id, start.task.context_id, start.text)
     leg_ended = not wait_for_leg
+    looked_at = -SILENT_LOOK_SECONDS  # the first silence looks at once
     reader = cast(
         AsyncGenerator[list[Record] | Unavailable, None],
         follow(run_id, start.last, poll_seconds=POLL_SECONDS),
@@ -79,8 +82,12 @@ async def events(
                 yield event
             ended = any(is_done(data) for _seq, data in update)
             leg_ended = leg_ended or ended
-            if update and not ended:
-                continue  # mid-leg: no need to look at the run
+            # Mid-leg the run needs no look; while silent (a stop with no leg to
+            # journal it) a look now and then.
+            silent_for = time.monotonic() - looked_at
+            if not ended and (update or silent_for < SILENT_LOOK_SECONDS):
+                continue
+            looked_at = time.monotonic()
             run = await reload(run_id=run_id)
             if _settled(run, leg_ended):
                 yield await sync_to_async(_final)(run)
