@@ -27,8 +27,9 @@ SCHEMA_SETTINGS: dict[str, Any] = {
     "approvals, signed verdicts, resume, forks, replays and steering. Every registered "
     "agent also speaks A2A v1.0 (HTTP+JSON binding) under `a2a/{agent}/`: its Agent "
     "Card at `a2a/{agent}/.well-known/agent-card.json`, then `message:send`, "
-    "`message:stream`, `tasks`, `tasks/{id}`, `tasks/{id}:cancel` and "
-    "`tasks/{id}:subscribe`, with the same authentication (see the A2A page of the "
+    "`message:stream`, `tasks`, `tasks/{id}`, `tasks/{id}:cancel`, "
+    "`tasks/{id}:subscribe` and `tasks/{id}/pushNotificationConfigs`, with the same "
+    "authentication (see the A2A page of the "
     "documentation).",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],

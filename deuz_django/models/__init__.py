@@ -1,8 +1,9 @@
 """The tables behind durable runs, one module a concept: a run and its history
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
-(:mod:`.rules`), the notification delivery log (:mod:`.deliveries`) and what people said
-to runs as they ran (:mod:`.inputs`), and the A2A context of a run (:mod:`.contexts`).
+(:mod:`.rules`), the notification delivery log (:mod:`.deliveries`), what people said
+to runs as they ran (:mod:`.inputs`), and the A2A context and push configs of a run
+(:mod:`.contexts`, :mod:`.push_configs`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -19,6 +20,7 @@ from .approvals import (
 from .contexts import TaskContext
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
 from .inputs import RunInput
+from .push_configs import PushConfig
 from .rules import Grant, GrantScope, RuleAction, StandingRule
 from .runs import (
     RUN_ID_PATTERN,
@@ -48,6 +50,7 @@ __all__ = [
     "Grant",
     "GrantScope",
     "LeaseHolder",
+    "PushConfig",
     "RuleAction",
     "Run",
     "RunCall",

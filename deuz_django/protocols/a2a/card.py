@@ -9,6 +9,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from ...registry import load_agent
+from .push import push_enabled
 
 PROTOCOL_VERSION = "1.0"
 HTTP_JSON = "HTTP+JSON"
@@ -50,7 +51,9 @@ def agent_card(request: HttpRequest, agent: str, base_path: str) -> a2a.AgentCar
                 protocol_version=PROTOCOL_VERSION,
             )
         ],
-        capabilities=a2a.AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=a2a.AgentCapabilities(
+            streaming=True, push_notifications=push_enabled()
+        ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[

@@ -25,6 +25,7 @@ from ...models.visibility import Person
 from ...runs.transcript import run_messages
 from ...services import enqueue_run, record_checked_verdicts, start_run
 from ...storage.db import bounded_atomic
+from .push import create_config
 from .tasks import INPUT_REQUIRED, task_state
 
 MAX_CONTEXT_ID = 200  # TaskContext.context_id
@@ -42,15 +43,23 @@ def message_data(message: a2a.Message) -> Any:
     return None
 
 
-def send(user: Person, agent: str, message: a2a.Message) -> tuple[Run, bool]:
+def send(
+    user: Person,
+    agent: str,
+    message: a2a.Message,
+    push: a2a.TaskPushNotificationConfig | None = None,
+) -> tuple[Run, bool]:
     """Start a task, or answer one: the run it is about, and whether a leg of it was
-    queued (an answer that leaves other calls undecided queues none)."""
+    queued (an answer that leaves other calls undecided queues none). ``push`` is kept
+    for the task before it goes on, so no status change misses it."""
     if not message.parts:
         raise InvalidParamsError("message.parts: a message needs at least one part.")
     if message.task_id:
         run = Run.objects.visible(user, message.task_id)
         if run.agent != agent:
             raise RunNotFound(message.task_id)  # another agent's: not found here
+        if push is not None:
+            create_config(run, push)
         continued = answer(user, run, message)
         return Run.objects.get(pk=run.pk), continued
     text = message_text(message)
@@ -64,6 +73,8 @@ def send(user: Person, agent: str, message: a2a.Message) -> tuple[Run, bool]:
             owner=user,
         )
         TaskContext.objects.create(run=run, context_id=message.context_id or run.run_id)
+        if push is not None:
+            create_config(run, push)
     enqueue_run(run.run_id)
     return run, True
 

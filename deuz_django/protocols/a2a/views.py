@@ -18,7 +18,6 @@ from a2a.types import a2a_pb2 as a2a
 from a2a.utils.errors import (
     InvalidRequestError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
 from asgiref.sync import sync_to_async
@@ -38,7 +37,7 @@ from ...models.visibility import Person
 from ...permissions import is_signed_in
 from ...registry import agent_names
 from ...services import stop_run
-from . import following, listing
+from . import following, listing, push
 from .card import agent_card
 from .errors import NotSignedIn, error_response
 from .messages import send
@@ -118,7 +117,13 @@ async def _sent(
     body = read_body(request, a2a.SendMessageRequest())
     answered = body.message.task_id
     before = await following.snapshot(answered) if answered else None
-    run, continued = await sync_to_async(send)(user, agent, body.message)
+    config = body.configuration
+    push_config = (
+        config.task_push_notification_config
+        if config.HasField("task_push_notification_config")
+        else None
+    )
+    run, continued = await sync_to_async(send)(user, agent, body.message, push_config)
     return body, before or await following.snapshot(run.run_id), continued
 
 
@@ -219,11 +224,24 @@ async def subscribe(
 
 @endpoint("GET", "POST", "DELETE")
 async def push_configs(
-    request: HttpRequest, user: Any, agent: str, task_id: str, **config: str
+    request: HttpRequest,
+    user: Any,
+    agent: str,
+    task_id: str,
+    config_id: str | None = None,
 ) -> HttpResponseBase:
-    """Not yet: the card says ``pushNotifications: false``; follow a task with
-    ``message:stream`` or ``tasks/{id}:subscribe``, or the app's signed webhooks."""
-    await _visible(user, agent, task_id)
-    raise PushNotificationNotSupportedError(
-        "Push notifications are not supported yet: subscribe to the task instead."
-    )
+    """``tasks/{id}/pushNotificationConfigs[/{configId}]``: create, list, get, delete."""
+    run = await _visible(user, agent, task_id)
+    if request.method == "POST" and config_id is None:
+        wanted = read_body(request, a2a.TaskPushNotificationConfig())
+        return proto_response(await sync_to_async(push.create_config)(run, wanted))
+    if request.method == "GET":
+        found = await sync_to_async(push.configs)(run, config_id)
+        if config_id is None:
+            listed = a2a.ListTaskPushNotificationConfigsResponse(configs=found)
+            return proto_response(listed)
+        return proto_response(found[0])
+    if request.method == "DELETE" and config_id is not None:
+        await sync_to_async(push.delete_config)(run, config_id)
+        return JsonResponse({}, content_type=A2A_JSON)
+    raise MethodNotFoundError(f"{request.method} is not allowed here.")
