@@ -1,3 +1,5 @@
+from importlib.util import find_spec
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -15,3 +17,10 @@ urlpatterns = [
     # the approvals JSON the chat asks.
     path("deuz/", include("deuz_django.urls")),
 ]
+
+if find_spec("a2a") is not None:  # the ``a2a`` extra: the demo agent's card at the root
+    from deuz_django.protocols.a2a.views import card
+
+    urlpatterns.append(
+        path(".well-known/agent-card.json", card, {"agent": "assistant"})
+    )

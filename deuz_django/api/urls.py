@@ -5,11 +5,12 @@ Any other path under the prefix answers with a JSON 404, so clients never get an
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any
 
 from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
@@ -24,7 +25,14 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts, resume, forks, replays, steering and delegations.",
+    "approvals, signed verdicts, resume, forks, replays, steering and delegations. "
+    "Every registered "
+    "agent also speaks A2A v1.0 (HTTP+JSON binding) under `a2a/{agent}/`: its Agent "
+    "Card at `a2a/{agent}/.well-known/agent-card.json`, then `message:send`, "
+    "`message:stream`, `tasks`, `tasks/{id}`, `tasks/{id}:cancel`, "
+    "`tasks/{id}:subscribe` and `tasks/{id}/pushNotificationConfigs`, with the same "
+    "authentication (see the A2A page of the "
+    "documentation).",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
@@ -76,7 +84,7 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     )
 
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("runs/", views.RunListView.as_view(), name="run-list"),
     path("runs/<str:runId>/", views.RunDetailView.as_view(), name="run-detail"),
     path(
@@ -120,3 +128,8 @@ urlpatterns = [
     path("docs/", DocsView.as_view(url_name="deuz:schema"), name="docs"),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]
+
+# A2A v1.0 (HTTP+JSON binding), one agent at a time (deuz_django.protocols.a2a): served
+# when the ``a2a`` extra (the official SDK) is installed.
+if find_spec("a2a") is not None:
+    urlpatterns.insert(-1, path("a2a/", include("deuz_django.protocols.a2a.urls")))

@@ -2,9 +2,9 @@
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
 (:mod:`.rules`), delegated approval rights (:mod:`.delegations`), the votes of calls
-that need several approvals (:mod:`.votes`), the notification
-delivery log (:mod:`.deliveries`) and what people said to runs as they ran
-(:mod:`.inputs`).
+that need several approvals (:mod:`.votes`), the notification delivery log
+(:mod:`.deliveries`), what people said to runs as they ran (:mod:`.inputs`), and the
+A2A context and push configs of a run (:mod:`.contexts`, :mod:`.push_configs`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -18,9 +18,11 @@ from .approvals import (
     ApprovalQuerySet,
     ApprovalStatus,
 )
+from .contexts import TaskContext
 from .delegations import Delegation
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
 from .inputs import RunInput
+from .push_configs import PushConfig
 from .rules import Grant, GrantScope, RuleAction, StandingRule
 from .runs import (
     RUN_ID_PATTERN,
@@ -53,6 +55,7 @@ __all__ = [
     "Grant",
     "GrantScope",
     "LeaseHolder",
+    "PushConfig",
     "RuleAction",
     "Run",
     "RunCall",
@@ -63,4 +66,5 @@ __all__ = [
     "RunStep",
     "StandingRule",
     "StreamJournalEntry",
+    "TaskContext",
 ]

@@ -49,7 +49,14 @@ from .notifiers import (
     NotifierConfigError,
 )
 
-__all__ = ["WebhookNotifier", "payload", "verify_signature"]
+__all__ = [
+    "WebhookNotifier",
+    "checked_secret",
+    "checked_timeout",
+    "payload",
+    "post_signed",
+    "verify_signature",
+]
 
 # The Standard Webhooks bounds of an HMAC-SHA256 signing secret.
 MIN_SECRET_BYTES = 24
@@ -78,28 +85,10 @@ class WebhookNotifier(Notifier):
             raise NotifierConfigError(
                 f"URL must be an http:// or https:// address, not {url!r}."
             )
-        problem = _secret_problem(secret)
-        if problem is not None:
-            raise NotifierConfigError(
-                f"SECRET must be a Standard Webhooks secret, '{SECRET_PREFIX}' and the "
-                f"base64 of {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} random bytes "
-                f"(receivers verify every request with it), but {problem}.",
-                check_id="deuz_django.E022",
-            )
-        if (
-            not isinstance(timeout, int | float)
-            or isinstance(timeout, bool)
-            or not 0 < timeout <= MAX_TIMEOUT
-        ):
-            raise NotifierConfigError(
-                f"TIMEOUT must be a number of seconds above 0, at most {MAX_TIMEOUT}."
-            )
-        # Both were checked above, in ways a type checker cannot follow.
-        assert isinstance(url, str)
-        assert isinstance(secret, str)
+        assert isinstance(url, str)  # checked above, in a way mypy cannot follow
         self.url = url
-        self.secret = secret
-        self.timeout = float(timeout)
+        self.secret = checked_secret(secret)
+        self.timeout = checked_timeout(timeout)
 
     def deliveries(self, event: Event) -> list[Delivery]:
         delivery_id = uuid.uuid4()
@@ -110,30 +99,71 @@ class WebhookNotifier(Notifier):
         return super().sends(delivery) and delivery.target == self.url
 
     def send(self, delivery: Delivery) -> int:
-        body = delivery.body.encode()
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "deuz-django webhooks",
-            **sign(body, self.secret, delivery_id=str(delivery.delivery_id)),
-        }
-        try:
-            response = urllib3.request(
-                "POST",
-                delivery.target,
-                body=body,
-                headers=headers,
-                timeout=urllib3.Timeout(total=self.timeout),
-                retries=False,
-                redirect=False,
-            )
-        except urllib3.exceptions.HTTPError as error:
-            raise DeliveryFailed(f"{type(error).__name__}: {error}") from error
-        if 200 <= response.status < 300:
-            return int(response.status)
-        answer = response.data[:ANSWER_EXCERPT].decode(errors="replace")
-        raise DeliveryFailed(
-            f"HTTP {response.status}: {answer}".strip(), status_code=response.status
+        return post_signed(delivery, secret=self.secret, timeout=self.timeout)
+
+
+def post_signed(
+    delivery: Delivery,
+    *,
+    secret: str,
+    timeout: float,
+    headers: dict[str, str] | None = None,
+) -> int:
+    """POST ``delivery``'s body to its target, signed with ``secret`` (and ``headers``);
+    the HTTP status of a 2xx answer, else :class:`DeliveryFailed`. Every webhook the
+    app sends goes through here (also A2A's push notifications)."""
+    body = delivery.body.encode()
+    sent = {
+        "Content-Type": "application/json",
+        "User-Agent": "deuz-django webhooks",
+        **(headers or {}),
+        **sign(body, secret, delivery_id=str(delivery.delivery_id)),
+    }
+    try:
+        response = urllib3.request(
+            "POST",
+            delivery.target,
+            body=body,
+            headers=sent,
+            timeout=urllib3.Timeout(total=timeout),
+            retries=False,
+            redirect=False,
         )
+    except urllib3.exceptions.HTTPError as error:
+        raise DeliveryFailed(f"{type(error).__name__}: {error}") from error
+    if 200 <= response.status < 300:
+        return int(response.status)
+    answer = response.data[:ANSWER_EXCERPT].decode(errors="replace")
+    raise DeliveryFailed(
+        f"HTTP {response.status}: {answer}".strip(), status_code=response.status
+    )
+
+
+def checked_secret(secret: object) -> str:
+    """``SECRET``, if it is a Standard Webhooks secret (else :class:`NotifierConfigError`)."""
+    problem = _secret_problem(secret)
+    if problem is not None:
+        raise NotifierConfigError(
+            f"SECRET must be a Standard Webhooks secret, '{SECRET_PREFIX}' and the "
+            f"base64 of {MIN_SECRET_BYTES} to {MAX_SECRET_BYTES} random bytes "
+            f"(receivers verify every request with it), but {problem}.",
+            check_id="deuz_django.E022",
+        )
+    assert isinstance(secret, str)  # what _secret_problem checked
+    return secret
+
+
+def checked_timeout(timeout: object) -> float:
+    """``TIMEOUT`` in seconds, above 0 and at most ``MAX_TIMEOUT``."""
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 < timeout <= MAX_TIMEOUT
+    ):
+        raise NotifierConfigError(
+            f"TIMEOUT must be a number of seconds above 0, at most {MAX_TIMEOUT}."
+        )
+    return float(timeout)
 
 
 def _secret_problem(secret: object) -> str | None:

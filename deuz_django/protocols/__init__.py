@@ -1,0 +1,1 @@
+"""The open protocols the app speaks: AG-UI and A2A."""
