@@ -109,7 +109,7 @@ LAYERS = tuple(
         "core",
         "conf exceptions signals _moved",
         "models permissions registry deadlines deadlines.rows rules.conditions runs.limits",
-        "storage",
+        "storage audit",
         "approvals rules notifications streaming.live runs.stopping runs.steering "
         "runs.transcript runs.threads runs.draining runs.recoverable runs.lease_renewal "
         "runs.replays",

@@ -64,6 +64,7 @@ from ..rules.grants import Allow, allow_problem, record_grant
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
 from .announcing import announce_verdict
+from .audit_trail import audit_verdict
 from .expiry import EXPIRED_REASON, is_expired
 from .pending import current_pending
 from .questions import answer_problem, recorded_answer
@@ -305,8 +306,8 @@ def record_verdict(
     written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
     was recorded in between. ``operator`` names who overrode the user rules from a
     shell (``deuz resume --operator``), ``automatic`` the standing rule or grant that
-    decided (:mod:`deuz_django.rules.automatic`), recorded in the same write — as is the
-    grant an approving verdict's ``allow`` makes."""
+    decided (:mod:`deuz_django.rules.automatic`), recorded in the same write — as are the
+    grant an approving verdict's ``allow`` makes and the verdict's audit record."""
     if is_expired(approval):
         status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
     elif verdict.approved:
@@ -335,7 +336,9 @@ def record_verdict(
                 _settle_in_doubt(approval, verdict.result)
             if verdict.allow is not None:
                 record_grant(approval, user, verdict.allow)
-    approval.refresh_from_db()
+        approval.refresh_from_db()
+        if updated:
+            audit_verdict(approval, user, timeout=False)
     if not updated:
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
@@ -348,9 +351,11 @@ def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | Non
     ``reason`` (:mod:`deuz_django.deadlines.rows`) — only while it is pending and ``due``
     still holds for its row (an escalation may have moved its deadline meanwhile).
     ``None`` when it did not (a verdict or another sweep came first): one write wins."""
-    if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
-        return None
-    approval.refresh_from_db()
+    with bounded_atomic():
+        if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
+            return None
+        approval.refresh_from_db()
+        audit_verdict(approval, None, timeout=True)
     return _recorded(approval)
 
 

@@ -2,7 +2,7 @@
 (:mod:`.runs`), its step journal (:mod:`.steps`), the calls it asks people about
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
 (:mod:`.rules`), the notification delivery log (:mod:`.deliveries`) and what people said
-to runs as they ran (:mod:`.inputs`).
+to runs as they ran (:mod:`.inputs`), and the hash-chained audit trail (:mod:`.audit`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -16,6 +16,7 @@ from .approvals import (
     ApprovalQuerySet,
     ApprovalStatus,
 )
+from .audit import AuditAction, AuditChainHead, AuditRecord
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
 from .inputs import RunInput
 from .rules import Grant, GrantScope, RuleAction, StandingRule
@@ -40,6 +41,9 @@ __all__ = [
     "ApprovalKind",
     "ApprovalQuerySet",
     "ApprovalStatus",
+    "AuditAction",
+    "AuditChainHead",
+    "AuditRecord",
     "Dashboard",
     "Delivery",
     "DeliveryChannel",

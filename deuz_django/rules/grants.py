@@ -16,9 +16,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from .. import audit
 from ..conf import deuz_settings
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, Grant
+from ..models.audit import AuditAction
 from ..models.rules import GrantScope
 from ..models.visibility import Person
 from ..permissions import approval_tool
@@ -73,10 +75,11 @@ def allow_problem(
 
 
 def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant:
-    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``."""
+    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``,
+    and its audit record (in the verdict's transaction)."""
     run = approval.run
     owner_wide = allow.scope == GrantScope.OWNER
-    return Grant.objects.create(
+    grant = Grant.objects.create(
         tool_name=approval.tool_name,
         agent=run.agent,
         agent_path=list(approval.agent_path or []),
@@ -89,3 +92,17 @@ def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant
         if owner_wide
         else None,
     )
+    audit.append(
+        AuditAction.GRANT,
+        user=user,
+        run_id=run.run_id,
+        approval_id=approval.approval_id,
+        details={
+            "grant": grant.pk,
+            "tool": grant.tool_name,
+            "agent": grant.agent,
+            "scope": grant.scope,
+            "hours": allow.hours,
+        },
+    )
+    return grant
