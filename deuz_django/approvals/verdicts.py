@@ -331,14 +331,14 @@ def record_verdict(
             if status == ApprovalStatus.APPROVED
             else "",
         )
+        approval.refresh_from_db()
+        if updated:
+            audit_verdict(approval, user, timeout=False)
         if updated and status == ApprovalStatus.APPROVED:
             if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
                 _settle_in_doubt(approval, verdict.result)
             if verdict.allow is not None:
                 record_grant(approval, user, verdict.allow)
-        approval.refresh_from_db()
-        if updated:
-            audit_verdict(approval, user, timeout=False)
     if not updated:
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
