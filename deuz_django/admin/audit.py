@@ -42,7 +42,9 @@ def summary(record: AuditRecord) -> str:
     if action in (AuditAction.DECISION, AuditAction.EDIT, AuditAction.ANSWER):
         edited = _(" with an edited input") if action == AuditAction.EDIT else ""
         answered = _(" (answered)") if action == AuditAction.ANSWER else ""
-        return f"{details.get('status', '')} {details.get('tool', '')}{edited}{answered}"
+        return (
+            f"{details.get('status', '')} {details.get('tool', '')}{edited}{answered}"
+        )
     if action == AuditAction.TIMEOUT:
         return _("%(tool)s timed out") % {"tool": details.get("tool", "")}
     if action in (AuditAction.GRANT, AuditAction.GRANT_REVOKED):
@@ -126,7 +128,9 @@ class AuditRecordAdmin(ReadOnlyAdmin):
         if not obj.run_id:
             return display.EMPTY
         url = reverse("admin:deuz_django_run_changelist")
-        return format_html('<a href="{}?q={}"><code>{}</code></a>', url, obj.run_id, obj.run_id)
+        return format_html(
+            '<a href="{}?q={}"><code>{}</code></a>', url, obj.run_id, obj.run_id
+        )
 
     @admin.display(description=gettext_lazy("what"))
     def what(self, obj: AuditRecord) -> str:

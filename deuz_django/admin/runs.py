@@ -2,7 +2,8 @@
 its transcript (sub-agents included) with "Fork from here" at each step (:mod:`.forks`),
 its lineage, its pending approvals with Approve/Deny buttons (for a call a crash left in
 doubt: it happened, run it again, mark it failed), its decision history, its replays
-(:mod:`.replays`) and its audit timeline (:mod:`.audit`). Runs are never edited by hand: every write goes through the service.
+(:mod:`.replays`) and its audit timeline (:mod:`.audit`). Runs are never edited by
+hand: every write goes through the service.
 """
 
 from __future__ import annotations

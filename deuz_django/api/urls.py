@@ -15,7 +15,7 @@ from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..streaming.sse import run_stream
-from . import inputs, views
+from . import audit, inputs, views
 from .docs import operation
 
 app_name = "deuz"
@@ -23,7 +23,7 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts, resume, forks, replays and steering.",
+    "approvals, signed verdicts, resume, forks, replays, steering and the audit trail.",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
@@ -97,6 +97,7 @@ urlpatterns = [
         name="run-comparison",
     ),
     path("runs/<str:runId>/inputs/", inputs.RunInputsView.as_view(), name="run-inputs"),
+    path("runs/<str:runId>/audit/", audit.RunAuditView.as_view(), name="run-audit"),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

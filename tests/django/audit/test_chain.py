@@ -78,9 +78,14 @@ def test_a_record_is_never_saved_again_nor_deleted() -> None:
 
 def test_a_rolled_back_act_leaves_no_record_and_no_gap() -> None:
     audit.append("decision")
-    with pytest.raises(RuntimeError), transaction.atomic():
-        audit.append("stop")
-        raise RuntimeError("the act failed")
+
+    def act_that_fails() -> None:
+        with transaction.atomic():
+            audit.append("stop")
+            raise RuntimeError("the act failed")
+
+    with pytest.raises(RuntimeError):
+        act_that_fails()
     audit.append("fork")
 
     assert chain() == [(1, "decision"), (2, "fork")]

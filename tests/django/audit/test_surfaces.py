@@ -311,9 +311,9 @@ def test_a_recovery_and_one_given_up_are_audited_as_the_systems() -> None:
     lease = recovery.claim_for_recovery(run.run_id)
     assert lease is not None
     leases.release(lease)
-    with override_settings(DEUZ={**settings.DEUZ, "RECOVERY_MAX_ATTEMPTS": 1}):
-        with pytest.raises(recovery.RecoveryExhausted):
-            recovery.claim_for_recovery(run.run_id)
+    exhausted = override_settings(DEUZ={**settings.DEUZ, "RECOVERY_MAX_ATTEMPTS": 1})
+    with exhausted, pytest.raises(recovery.RecoveryExhausted):
+        recovery.claim_for_recovery(run.run_id)
 
     records = AuditRecord.objects.filter(run_id=run.run_id, action="recovery")
     assert [(r.actor, r.details) for r in records.order_by("sequence")] == [
@@ -321,3 +321,29 @@ def test_a_recovery_and_one_given_up_are_audited_as_the_systems() -> None:
         ("the system", {"attempt": 2, "gaveUp": True, "by": "sweep"}),
     ]
     assert_intact()
+
+
+def test_a_runs_audit_records_are_read_over_rest_by_who_may_see_it(
+    make_user: MakeUser,
+) -> None:
+    ann = make_user("ann")
+    run = started(ann)
+    body = {"verdicts": [approve(run, "e1")], "resume": False}
+    client(ann).post(verdicts_url(run), body, format="json")
+    audit.append("stop", run_id="another-run")
+    url = f"/api/deuz/runs/{run.run_id}/audit/"
+
+    response = client(ann).get(url)
+
+    assert response.status_code == 200
+    (record,) = response.json()["results"]
+    stored = last(run_id=run.run_id)
+    assert record["digest"] == stored.digest
+    assert (record["action"], record["actor"], record["approvalId"]) == (
+        "decision",
+        "ann",
+        "e1",
+    )
+    del record["actor"]  # for people; the rest is what the digest covers
+    assert audit.chain.digest_of(record) == stored.digest
+    assert client(make_user("eve")).get(url).status_code == 404
