@@ -60,7 +60,7 @@ from ..permissions import (
     edit_refusal,
     is_signed_in,
 )
-from ..rules.grants import Allow, allow_problem, record_grant
+from ..rules.grants import Allow, allow_problem, audit_grant, record_grant
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
 from .announcing import announce_verdict
@@ -331,14 +331,17 @@ def record_verdict(
             if status == ApprovalStatus.APPROVED
             else "",
         )
-        approval.refresh_from_db()
-        if updated:
-            audit_verdict(approval, user, timeout=False)
+        grant = None
         if updated and status == ApprovalStatus.APPROVED:
             if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
                 _settle_in_doubt(approval, verdict.result)
             if verdict.allow is not None:
-                record_grant(approval, user, verdict.allow)
+                grant = record_grant(approval, user, verdict.allow)
+        approval.refresh_from_db()
+        if updated:  # the audit records last (audit.append says why)
+            audit_verdict(approval, user, timeout=False)
+            if grant is not None:
+                audit_grant(grant, approval, user)
     if not updated:
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."

@@ -7,7 +7,7 @@ The services that act call :func:`append`; ``deuz audit verify`` and ``deuz audi
 export`` are the command's side, the run page's timeline the admin's.
 """
 
-from .chain import append
+from .chain import append, held_to_the_end
 from .verify import ChainReport, verify_chain
 
-__all__ = ["ChainReport", "append", "verify_chain"]
+__all__ = ["ChainReport", "append", "held_to_the_end", "verify_chain"]

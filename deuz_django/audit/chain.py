@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +32,8 @@ from django.utils import timezone
 from ..models.audit import AuditChainHead, AuditRecord
 from ..models.visibility import Person
 from ..storage.db import bounded_atomic
+
+_held = threading.local()  # appends held by held_to_the_end(), per thread
 
 
 def canonical_json(value: Any) -> str:
@@ -65,6 +70,26 @@ def digest_of(fields: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(covered).encode()).hexdigest()
 
 
+@contextmanager
+def held_to_the_end() -> Iterator[None]:
+    """Hold the appends made inside the block and write them, in order, as it ends
+    (none if it raises). A transaction that does several acts — a batch of verdicts —
+    so locks its chain head after every other row it writes, and never waits for a row
+    while it holds the head: an act that holds that row and waits for the head would be
+    a deadlock. (A single act appends last anyway.)"""
+    if getattr(_held, "appends", None) is not None:
+        yield  # an outer block writes them
+        return
+    _held.appends = []
+    try:
+        yield
+        appends = _held.appends
+    finally:
+        _held.appends = None
+    for held in appends:
+        _write(*held)
+
+
 def append(
     action: str,
     *,
@@ -74,11 +99,32 @@ def append(
     approval_id: str = "",
     details: dict[str, Any] | None = None,
     tenant: str = "",
-) -> AuditRecord:
+) -> AuditRecord | None:
     """Append one record of ``action`` (an :class:`~deuz_django.models.AuditAction`) by
     ``user`` or ``operator`` (neither: the system) to ``tenant``'s chain, in the
-    caller's transaction (or one of its own). ``details`` must be JSON."""
-    actor_id, actor_name = _actor(user)
+    caller's transaction (or one of its own), as the last thing the act writes; the
+    record (``None`` inside :func:`held_to_the_end`, which writes it as it ends).
+    ``details`` must be JSON."""
+    # As the database gives it back, so the digest verifies after a round trip.
+    fields = (action, *_actor(user), operator, run_id, approval_id, tenant)
+    held = (*fields, json.loads(canonical_json(details or {})))
+    appends = getattr(_held, "appends", None)
+    if appends is not None:
+        appends.append(held)
+        return None
+    return _write(*held)
+
+
+def _write(
+    action: str,
+    actor_id: str,
+    actor_name: str,
+    operator: str,
+    run_id: str,
+    approval_id: str,
+    tenant: str,
+    details: Any,
+) -> AuditRecord:
     with bounded_atomic():
         sequence, previous = _next_link(tenant)
         record = AuditRecord(
@@ -91,8 +137,7 @@ def append(
             operator=operator,
             run_id=run_id,
             approval_id=approval_id,
-            # As the database gives it back, so the digest verifies after a round trip.
-            details=json.loads(canonical_json(details or {})),
+            details=details,
             previous_digest=previous,
         )
         record.digest = digest_of(linked_fields(record))

@@ -41,9 +41,10 @@ def switch_off_rules(rules: QuerySet[StandingRule], user: Person) -> int:
 def delete_rules(rules: QuerySet[StandingRule], user: Person) -> None:
     """Delete ``rules``; each deletion is recorded with what the rule was."""
     with bounded_atomic():
-        for rule in list(rules):
+        deleted = list(rules)
+        StandingRule.objects.filter(pk__in=[r.pk for r in deleted]).delete()
+        for rule in deleted:  # the audit records last (audit.append says why)
             _audit_rule(rule, user, "deleted")
-            rule.delete()
 
 
 def revoke_grants(grants: QuerySet[Grant], user: Person) -> int:

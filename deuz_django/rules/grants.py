@@ -75,8 +75,8 @@ def allow_problem(
 
 
 def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant:
-    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``,
-    and its audit record (in the verdict's transaction)."""
+    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``
+    (:func:`audit_grant` records it, after the verdict)."""
     run = approval.run
     owner_wide = allow.scope == GrantScope.OWNER
     grant = Grant.objects.create(
@@ -92,17 +92,23 @@ def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant
         if owner_wide
         else None,
     )
+    return grant
+
+
+def audit_grant(grant: Grant, approval: Approval, user: Person | None) -> None:
+    """The grant made with ``approval``'s verdict, in the audit trail."""
     audit.append(
         AuditAction.GRANT,
         user=user,
-        run_id=run.run_id,
+        run_id=approval.run.run_id,
         approval_id=approval.approval_id,
         details={
             "grant": grant.pk,
             "tool": grant.tool_name,
             "agent": grant.agent,
             "scope": grant.scope,
-            "hours": allow.hours,
+            "expiresAt": None
+            if grant.expires_at is None
+            else grant.expires_at.isoformat(),
         },
     )
-    return grant

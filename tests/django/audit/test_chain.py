@@ -104,3 +104,25 @@ def test_each_tenant_has_a_chain_of_its_own() -> None:
     report = audit.verify_chain()
     assert (report.count, report.intact) == (3, True)
     assert audit.verify_chain("acme").count == 2
+
+
+def test_appends_held_to_the_end_of_a_block_are_written_as_it_ends() -> None:
+    audit.append("decision")
+    with audit.held_to_the_end():
+        assert audit.append("edit") is None
+        with audit.held_to_the_end():
+            audit.append("grant")
+        assert chain() == [(1, "decision")]
+    assert chain() == [(1, "decision"), (2, "edit"), (3, "grant")]
+
+
+def test_appends_held_by_a_block_that_raises_are_dropped() -> None:
+    def batch_that_fails() -> None:
+        with audit.held_to_the_end():
+            audit.append("decision")
+            raise RuntimeError("the batch failed")
+
+    with pytest.raises(RuntimeError):
+        batch_that_fails()
+    audit.append("stop")
+    assert chain() == [(1, "stop")]
