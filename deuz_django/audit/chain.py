@@ -73,10 +73,10 @@ def digest_of(fields: dict[str, Any]) -> str:
 @contextmanager
 def held_to_the_end() -> Iterator[None]:
     """Hold the appends made inside the block and write them, in order, as it ends
-    (none if it raises). A transaction that does several acts — a batch of verdicts —
-    so locks its chain head after every other row it writes, and never waits for a row
-    while it holds the head: an act that holds that row and waits for the head would be
-    a deadlock. (A single act appends last anyway.)"""
+    (none if it raises), inside the transaction the block is in. A transaction that
+    does several acts — a batch of verdicts — so locks its chain head after every other
+    row it writes, and never waits for a row while it holds the head: an act that holds
+    that row and waits for the head would be a deadlock. (A single act appends last.)"""
     if getattr(_held, "appends", None) is not None:
         yield  # an outer block writes them
         return
