@@ -28,7 +28,8 @@ def save_rule(rule: StandingRule, user: Person, *, created: bool) -> None:
 def switch_off_rules(rules: QuerySet[StandingRule], user: Person) -> int:
     """Switch the active ones of ``rules`` off; how many."""
     with bounded_atomic():
-        active = list(rules.filter(active=True).select_for_update())
+        chosen = StandingRule.objects.filter(pk__in=_pks(rules), active=True)
+        active = list(chosen.select_for_update())
         StandingRule.objects.filter(pk__in=[r.pk for r in active]).update(
             active=False, updated_at=timezone.now()
         )
@@ -50,7 +51,8 @@ def delete_rules(rules: QuerySet[StandingRule], user: Person) -> None:
 def revoke_grants(grants: QuerySet[Grant], user: Person) -> int:
     """Revoke the grants of ``grants`` still unrevoked; how many."""
     with bounded_atomic():
-        live = list(grants.filter(revoked_at=None).select_related("run"))
+        chosen = Grant.objects.filter(pk__in=_pks(grants), revoked_at=None)
+        live = list(chosen.select_for_update(of=("self",)).select_related("run"))
         Grant.objects.filter(pk__in=[g.pk for g in live]).update(
             revoked_at=timezone.now(), revoked_by=user
         )
@@ -66,6 +68,11 @@ def revoke_grants(grants: QuerySet[Grant], user: Person) -> int:
                 },
             )
     return len(live)
+
+
+def _pks(rows: QuerySet[Any]) -> list[Any]:
+    """The rows' keys (the admin's querysets are annotated: no ``FOR UPDATE`` there)."""
+    return list(rows.values_list("pk", flat=True))
 
 
 def _audit_rule(rule: StandingRule, user: Person, change: str) -> None:

@@ -18,11 +18,12 @@ from django.test import Client, override_settings
 
 from deuz_django import audit, services
 from deuz_django.deadlines import sweep as deadline_sweep
-from deuz_django.models import AuditRecord
+from deuz_django.models import AuditRecord, StandingRule
 from deuz_django.runs import recovery
 from deuz_django.runs.replays import create_replay
 from deuz_django.storage import leases
-from tests.api.support import approve, client, started, verdicts_url
+from tests.api.support import approve, started, verdicts_url
+from tests.api.support import client as api_client
 from tests.django.admin_support import decide_url, suspended_run
 from tests.django.run_support import approval, let_time_pass, suspended
 from tests.django.streaming.test_consumer import is_final_done, until
@@ -76,7 +77,9 @@ def test_a_decision_over_rest_is_audited(make_user: MakeUser) -> None:
     run = started(ann)
     body = {"verdicts": [approve(run, "e1")], "resume": False}
 
-    assert client(ann).post(verdicts_url(run), body, format="json").status_code == 200
+    assert (
+        api_client(ann).post(verdicts_url(run), body, format="json").status_code == 200
+    )
 
     record = last(run_id=run.run_id)
     assert who_did_what(record) == ("decision", "ann", run.run_id, "e1")
@@ -161,7 +164,7 @@ def test_an_edit_and_a_grant_are_audited(make_user: MakeUser) -> None:
     verdict = {**approve(run, "p1"), "editedInput": edited, "allow": {"scope": "run"}}
     body = {"verdicts": [verdict], "resume": False}
 
-    response = client(fin).post(verdicts_url(run), body, format="json")
+    response = api_client(fin).post(verdicts_url(run), body, format="json")
 
     assert response.status_code == 200, response.json()
     edit, grant = AuditRecord.objects.filter(run_id=run.run_id).order_by("sequence")
@@ -189,7 +192,7 @@ def test_an_answer_is_audited(make_user: MakeUser) -> None:
         "resume": False,
     }
 
-    response = client(ann).post(verdicts_url(run), body, format="json")
+    response = api_client(ann).post(verdicts_url(run), body, format="json")
 
     assert response.status_code == 200, response.json()
     record = last(run_id=run.run_id)
@@ -213,7 +216,7 @@ def test_a_stop_is_audited_with_its_reason(make_user: MakeUser) -> None:
     ann = make_user("ann")
     run = started(ann)
 
-    client(ann).post(
+    api_client(ann).post(
         f"/api/deuz/runs/{run.run_id}/stop/", {"reason": "Wrong order."}, format="json"
     )
 
@@ -329,11 +332,11 @@ def test_a_runs_audit_records_are_read_over_rest_by_who_may_see_it(
     ann = make_user("ann")
     run = started(ann)
     body = {"verdicts": [approve(run, "e1")], "resume": False}
-    client(ann).post(verdicts_url(run), body, format="json")
+    api_client(ann).post(verdicts_url(run), body, format="json")
     audit.append("stop", run_id="another-run")
     url = f"/api/deuz/runs/{run.run_id}/audit/"
 
-    response = client(ann).get(url)
+    response = api_client(ann).get(url)
 
     assert response.status_code == 200
     (record,) = response.json()["results"]
@@ -346,4 +349,45 @@ def test_a_runs_audit_records_are_read_over_rest_by_who_may_see_it(
     )
     del record["actor"]  # for people; the rest is what the digest covers
     assert audit.chain.digest_of(record) == stored.digest
-    assert client(make_user("eve")).get(url).status_code == 404
+    assert api_client(make_user("eve")).get(url).status_code == 404
+
+
+def test_a_grant_revoked_and_a_rule_deleted_in_the_admin_are_audited(
+    client: Client, make_user: MakeUser
+) -> None:
+    fin = make_user(
+        "fin", "deuz_django.view_run", "deuz_django.decide_approval", staff=True
+    )
+    run = started(make_user("ann"), agent="payer")
+    verdict = {**approve(run, "e1"), "allow": {"scope": "run"}}
+    body = {"verdicts": [verdict], "resume": False}
+    assert (
+        api_client(fin).post(verdicts_url(run), body, format="json").status_code == 200
+    )
+    grant = last(action="grant").details["grant"]
+    StandingRule.objects.create(tool_name="refund", action="approve", reason="Small.")
+    rule = StandingRule.objects.get()
+    client.force_login(make_user("root", superuser=True))
+
+    client.post(
+        "/admin/deuz_django/grant/", {"action": "revoke", "_selected_action": [grant]}
+    )
+    client.post(
+        "/admin/deuz_django/standingrule/",
+        {"action": "delete_selected", "_selected_action": [rule.pk], "post": "yes"},
+    )
+
+    revoked = last(action="grant_revoked")
+    assert (revoked.actor, revoked.run_id, revoked.details["grant"]) == (
+        "root",
+        run.run_id,
+        grant,
+    )
+    deleted = last(action="rule_change")
+    assert (deleted.actor, deleted.details["change"], deleted.details["rule"]) == (
+        "root",
+        "deleted",
+        rule.pk,
+    )
+    assert not StandingRule.objects.exists()
+    assert_intact()
