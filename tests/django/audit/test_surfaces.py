@@ -391,3 +391,37 @@ def test_a_grant_revoked_and_a_rule_deleted_in_the_admin_are_audited(
     )
     assert not StandingRule.objects.exists()
     assert_intact()
+
+
+def test_a_decision_whose_record_cannot_be_written_is_not_recorded_either(
+    make_user: MakeUser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = make_user("ann")
+    run = started(ann)
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("the audit table is gone")
+
+    monkeypatch.setattr(audit.chain, "_write", broken)
+    with pytest.raises(RuntimeError):
+        services.decide_approval(approval(run, "send_email"), user=ann, approved=True)
+
+    assert approval(run, "send_email").is_pending
+    assert not AuditRecord.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_standing_rules_decision_is_audited_as_the_systems_naming_the_rule(
+    make_user: MakeUser,
+) -> None:
+    maker = make_user("root", superuser=True)
+    refunds = StandingRule.objects.create(
+        tool_name="refund", action="deny", reason="No refunds today.", created_by=maker
+    )
+
+    run = started(make_user("ann"))
+
+    record = last(run_id=run.run_id, approval_id="r1")
+    assert (record.action, record.actor) == ("decision", "the system")
+    assert (record.details["rule"], record.details["status"]) == (refunds.pk, "denied")
+    assert_intact()
