@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..audit.chain import timestamp
+from ..audit.export import COLUMNS
 from ..models import AuditRecord
 from ..models.audit import AuditAction
 from . import docs
@@ -36,21 +37,7 @@ class AuditRecordSerializer(serializers.ModelSerializer[AuditRecord]):
 
     class Meta:
         model = AuditRecord
-        fields = [
-            "tenant",
-            "sequence",
-            "createdAt",
-            "action",
-            "actor",
-            "actorId",
-            "actorName",
-            "operator",
-            "runId",
-            "approvalId",
-            "details",
-            "previousDigest",
-            "digest",
-        ]
+        fields = ["actor", *COLUMNS]  # an export's columns, and who acted
 
     def get_createdAt(self, record: AuditRecord) -> str:
         return timestamp(record.created_at)

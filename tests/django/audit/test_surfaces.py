@@ -18,7 +18,7 @@ from django.test import Client, override_settings
 
 from deuz_django import audit, services
 from deuz_django.deadlines import sweep as deadline_sweep
-from deuz_django.models import AuditRecord, StandingRule
+from deuz_django.models import AuditRecord, Run, StandingRule
 from deuz_django.runs import recovery
 from deuz_django.runs.replays import create_replay
 from deuz_django.storage import leases
@@ -41,6 +41,15 @@ def last(**filters: Any) -> AuditRecord:
 def assert_intact() -> None:
     report = audit.verify_chain()
     assert report.breaks == []
+
+
+def completed(owner: User) -> Run:
+    """A ``scripted`` run of ``owner``'s that ran to its end."""
+    run = services.start_run(
+        agent="scripted", messages=[{"role": "user", "content": "hi"}], owner=owner
+    )
+    services.resume_run(run.run_id)
+    return run
 
 
 def who_did_what(record: AuditRecord) -> tuple[str, str, str, str]:
@@ -230,10 +239,7 @@ def test_a_stop_is_audited_with_its_reason(make_user: MakeUser) -> None:
 
 def test_a_fork_and_an_input_from_the_command_are_audited(make_user: MakeUser) -> None:
     ann = make_user("ann")
-    run = services.start_run(
-        agent="scripted", messages=[{"role": "user", "content": "hi"}], owner=ann
-    )
-    services.resume_run(run.run_id)
+    run = completed(ann)
     out = StringIO()
 
     call_command("deuz", "fork", run.run_id, "--step", "0", "--as", "ann", stdout=out)
@@ -291,10 +297,7 @@ def test_a_rule_made_changed_and_switched_off_in_the_admin_is_audited(
 
 def test_a_replay_is_audited(make_user: MakeUser) -> None:
     ann = make_user("ann")
-    run = services.start_run(
-        agent="scripted", messages=[{"role": "user", "content": "hi"}], owner=ann
-    )
-    services.resume_run(run.run_id)
+    run = completed(ann)
 
     replay = create_replay(run.run_id, user=ann)
 
