@@ -54,21 +54,20 @@ class ChainReport:
 
 def verify_chain(tenant: str | None = None) -> ChainReport:
     """Verify the chain of ``tenant`` in the database (``None``: every tenant's)."""
-    tenants = (
-        [tenant]
-        if tenant is not None
-        else sorted(
-            set(AuditChainHead.objects.values_list("tenant", flat=True))
-            | set(AuditRecord.objects.values_list("tenant", flat=True).distinct())
-        )
-    )
     report = ChainReport()
-    for name in tenants:
+    for name in [tenant] if tenant is not None else _tenants():
         records = AuditRecord.objects.filter(tenant=name).order_by("sequence")
         rows = (linked_fields(r) | {"digest": r.digest} for r in records.iterator())
         last = _verify_rows(name, rows, report, previous=(0, GENESIS))
         _check_head(name, last, report)
     return report
+
+
+def _tenants() -> list[str]:
+    """Every tenant with a chain: its head, or records (a head deleted too)."""
+    records = AuditRecord.objects.order_by().values_list("tenant", flat=True)
+    heads = AuditChainHead.objects.values_list("tenant", flat=True)
+    return sorted(set(heads) | set(records.distinct()))
 
 
 def verify_rows(rows: Iterable[dict[str, Any]]) -> ChainReport:
