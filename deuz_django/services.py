@@ -2,12 +2,12 @@
 command call to start runs, decide approvals, continue, fork (:func:`fork_run`), steer
 (``send_input``, :mod:`deuz_django.runs.steering`) and stop runs and recover crashed ones.
 
-Every leg — the first one too — is a resume from the run's latest checkpoint, taken under
-the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives a run at a time
-and a crash anywhere is recovered by resuming again. Every surface continues a run the
-same way, with one verb per act (:mod:`deuz_django.runs.continuing`): :func:`enqueue_run`
-continues it in the background, :func:`aresume_run` / :func:`resume_run` runs its leg here
-and returns how it ended.
+Every leg — the first one too — is a resume from the run's latest checkpoint, taken
+under the run's lease (:mod:`deuz_django.storage.leases`), so exactly one process drives
+a run at a time and a crash anywhere is recovered by resuming again. Every surface
+continues a run the same way, one verb per act (:mod:`deuz_django.runs.continuing`):
+:func:`enqueue_run` in the background, :func:`aresume_run` / :func:`resume_run` here,
+returning how its leg ended.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .approvals.verdicts import (
     record_verdict,
     state_refusal,
 )
+from .audit import held_to_the_end
 from .core import Message
 from .core.exceptions import DeuzError
 from .core.messages import coerce_messages
@@ -203,9 +204,8 @@ def verdict_refusals(
 
     ``operator`` names who overrides the user rules from a shell (no user permission
     applies, but the approval must be pending and an approving token still good). An
-    approval too old to decide is not refused: every surface records it ``expired``,
-    by the system, and its call never runs.
-    """
+    approval too old to decide is not refused: every surface records it ``expired``, by
+    the system, and its call never runs."""
     refusals = []
     for index, (approval, verdict) in enumerate(verdicts):
         refusal = (
@@ -251,7 +251,7 @@ def record_checked_verdicts(
 ) -> Recorded:
     """:func:`record_verdicts` for verdicts :func:`verdict_refusals` accepted already
     (the REST API checks a batch itself, to answer with every refusal at once)."""
-    with bounded_atomic():
+    with bounded_atomic(), held_to_the_end():
         decisions = [
             record_verdict(approval, user, verdict, operator=operator)
             for approval, verdict in verdicts

@@ -110,7 +110,7 @@ LAYERS = tuple(
         "conf exceptions signals _moved",
         "models permissions registry deadlines deadlines.rows rules.conditions runs.limits "
         "quorum",
-        "storage",
+        "storage audit",
         "approvals rules notifications streaming.live runs.stopping runs.steering "
         "runs.transcript runs.threads runs.draining runs.recoverable runs.lease_renewal "
         "runs.replays quorum.voting quorum.progress",

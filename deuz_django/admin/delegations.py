@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -14,7 +15,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from ..approvals.delegated import revoke
+from ..approvals.delegated import audit_delegation, revoke
 from ..models import Delegation
 from . import display
 from .standing import decisions_link
@@ -40,6 +41,15 @@ class DelegationAdmin(admin.ModelAdmin[Delegation]):
     ) -> tuple[str, ...]:
         """A delegation is made, then only revoked: its page never rewrites it."""
         return () if obj is None else ("delegator", "delegate", *self.fields[2:])
+
+    def save_model(
+        self, request: HttpRequest, obj: Delegation, form: Any, change: bool
+    ) -> None:
+        """Made here (never changed: its page is read-only once made), audited."""
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            if not change:
+                audit_delegation(obj, "made", user=request.user)
 
     def has_delete_permission(
         self, request: HttpRequest, obj: Delegation | None = None
@@ -70,7 +80,7 @@ class DelegationAdmin(admin.ModelAdmin[Delegation]):
 
     @admin.action(description=gettext_lazy("Revoke now"), permissions=["change"])
     def revoke_now(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        revoked = sum(revoke(delegation) for delegation in queryset)
+        revoked = sum(revoke(d, by=request.user) for d in queryset)
         self.message_user(
             request,
             ngettext(

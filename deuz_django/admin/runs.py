@@ -1,8 +1,9 @@
 """The run browser: root runs the staff member may see, each with a read-only page showing
 its transcript (sub-agents included) with "Fork from here" at each step (:mod:`.forks`),
 its lineage, its pending approvals with Approve/Deny buttons (for a call a crash left in
-doubt: it happened, run it again, mark it failed), its decision history, and its replays
-(:mod:`.replays`). Runs are never edited by hand: every write goes through the service.
+doubt: it happened, run it again, mark it failed), its decision history, its replays
+(:mod:`.replays`) and its audit timeline (:mod:`.audit`). Runs are never edited by
+hand: every write goes through the service.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..rules.grants import Allow, allow_problem, max_hours
 from ..runs.stopping import FINISHED
 from ..runs.transcript import pretty, run_messages, sections
 from . import display, forks
+from .audit import audit_timeline
 from .base import ReadOnlyAdmin
 from .decisions import ANSWERS
 from .replays import ReplayAdminMixin, replay_context
@@ -308,6 +310,7 @@ class RunAdmin(ReplayAdminMixin, ReadOnlyAdmin):
                 trailing_points=trailing_points,
                 **replay_context(request.user, run),
                 pending_rows=pending_rows(request.user, run),
+                audit_timeline=audit_timeline(run),
                 answers=ANSWERS,
                 in_doubt=IN_DOUBT,
                 can_stop=run.status not in FINISHED

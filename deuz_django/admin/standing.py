@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from ..models import ApprovalStatus, Delegation, Grant, StandingRule
 from ..models.rules import GrantQuerySet
+from ..rules import changes
 from ..rules.conditions import ConditionError, parse_condition, parse_text, to_text
 from . import display
 from .base import ReadOnlyAdmin
@@ -186,8 +187,13 @@ class StandingRuleAdmin(admin.ModelAdmin):
         self, request: HttpRequest, obj: Any, form: Any, change: Any
     ) -> None:
         """Whoever saves the rule makes it: it decides with their rights from now on."""
-        obj.created_by = request.user
-        super().save_model(request, obj, form, change)
+        changes.save_rule(obj, request.user, created=not change)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        changes.delete_rules(StandingRule.objects.filter(pk=obj.pk), request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        changes.delete_rules(queryset, request.user)
 
     @admin.display(description=gettext_lazy("rule"), ordering="tool_name")
     def rule(self, obj: StandingRule) -> str:
@@ -224,9 +230,7 @@ class StandingRuleAdmin(admin.ModelAdmin):
         permissions=["change"], description=gettext_lazy("Switch selected rules off")
     )
     def switch_off(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = queryset.filter(active=True).update(
-            active=False, updated_at=timezone.now()
-        )
+        count = changes.switch_off_rules(queryset, request.user)
         messages.success(
             request,
             ngettext(
@@ -333,9 +337,7 @@ class GrantAdmin(ReadOnlyAdmin):
         permissions=["change"], description=gettext_lazy("Revoke selected grants")
     )
     def revoke(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = queryset.filter(revoked_at=None).update(
-            revoked_at=timezone.now(), revoked_by=request.user
-        )
+        count = changes.revoke_grants(queryset, request.user)
         messages.success(
             request,
             ngettext(

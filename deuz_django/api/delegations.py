@@ -161,5 +161,5 @@ class DelegationRevokeView(DeuzAPIView):
             raise NotFound(f"No delegation with id {delegationId}.")
         if not may_revoke(request.user, delegation):
             raise PermissionDenied("Only its delegator may revoke this delegation.")
-        revoke(delegation)
+        revoke(delegation, by=request.user)
         return Response(self.get_serializer(delegation).data)

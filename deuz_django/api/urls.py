@@ -17,7 +17,7 @@ from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ..streaming.sse import run_stream
-from . import delegations, inputs, views
+from . import audit, delegations, inputs, views
 from .docs import operation
 
 app_name = "deuz"
@@ -25,7 +25,8 @@ app_name = "deuz"
 SCHEMA_SETTINGS: dict[str, Any] = {
     "TITLE": "Deuz API",
     "DESCRIPTION": "Durable AI-agent runs with humans in the loop: runs, their messages, "
-    "approvals, signed verdicts, resume, forks, replays, steering and delegations. "
+    "approvals, signed verdicts, resume, forks, replays, steering, delegations and the "
+    "audit trail. "
     "Every registered "
     "agent also speaks A2A v1.0 (HTTP+JSON binding) under `a2a/{agent}/`: its Agent "
     "Card at `a2a/{agent}/.well-known/agent-card.json`, then `message:send`, "
@@ -107,6 +108,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="run-comparison",
     ),
     path("runs/<str:runId>/inputs/", inputs.RunInputsView.as_view(), name="run-inputs"),
+    path("runs/<str:runId>/audit/", audit.RunAuditView.as_view(), name="run-audit"),
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from ..audit import held_to_the_end
 from ..core import Message, Tool, waiting_client_calls
 from ..core.approvals import ToolApprovalRequest, input_digest
 from ..core.durable import AgentCheckpoint
@@ -54,16 +55,20 @@ def record_suspension(run_pk: int, checkpoint: AgentCheckpoint) -> None:
         tools = None
     if tools is not None:
         Run.objects.filter(pk=run_pk).update(tools_fingerprint=fingerprint(tools))
-    if checkpoint.pending_approvals:
-        record_approvals(
-            run_pk,
-            checkpoint.run_id,
-            checkpoint.step_index,
-            checkpoint.pending_approvals,
-            tools,
-        )
-    if tools is not None:
-        record_client_calls(run_pk, checkpoint.step_index, tools, checkpoint.messages)
+    # What standing rules and grants decide is audited as the save's last writes.
+    with held_to_the_end():
+        if checkpoint.pending_approvals:
+            record_approvals(
+                run_pk,
+                checkpoint.run_id,
+                checkpoint.step_index,
+                checkpoint.pending_approvals,
+                tools,
+            )
+        if tools is not None:
+            record_client_calls(
+                run_pk, checkpoint.step_index, tools, checkpoint.messages
+            )
 
 
 def record_approvals(

@@ -9,10 +9,13 @@ from datetime import datetime
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from .. import audit
 from ..exceptions import NotPermitted
 from ..models import Approval, Delegation
+from ..models.audit import AuditAction
 from ..models.visibility import Person
 from ..permissions import decide_refusal, is_signed_in, lent_rights
+from ..storage.db import bounded_atomic
 
 CHANGE_DELEGATION = "deuz_django.change_delegation"
 
@@ -47,9 +50,12 @@ def delegate(
     ends_at: datetime,
     starts_at: datetime | None = None,
     note: str = "",
+    made_by: Person | None = None,
+    operator: str = "",
 ) -> Delegation:
     """Lend ``delegator``'s approval rights to ``to`` from ``starts_at`` (now) until
-    ``ends_at``. Raises :class:`ValueError` naming what is wrong: lending to oneself, to
+    ``ends_at`` — made by ``made_by`` (the delegator by default) or ``operator``, as the
+    audit trail records. Raises :class:`ValueError` naming what is wrong: lending to oneself, to
     an inactive user, or a period that ends before it starts or is over already."""
     starts = starts_at or timezone.now()
     if to.pk == delegator.pk:
@@ -60,24 +66,52 @@ def delegate(
         raise ValueError("endsAt: this moment has passed")
     if ends_at <= starts:
         raise ValueError("endsAt: must be after startsAt")
-    return Delegation.objects.create(
-        delegator_id=delegator.pk,
-        delegate_id=to.pk,
-        starts_at=starts,
-        ends_at=ends_at,
-        note=note,
-    )
+    with bounded_atomic():
+        made = Delegation.objects.create(
+            delegator_id=delegator.pk,
+            delegate_id=to.pk,
+            starts_at=starts,
+            ends_at=ends_at,
+            note=note,
+        )
+        audit_delegation(made, "made", user=made_by or delegator, operator=operator)
+    return made
 
 
-def revoke(delegation: Delegation) -> bool:
+def revoke(
+    delegation: Delegation, *, by: Person | None = None, operator: str = ""
+) -> bool:
     """Revoke ``delegation`` now (``False``: it was revoked already). The update locks
     its row, so a verdict holding it in force finishes first; every later one sees it
     revoked."""
-    revoked = Delegation.objects.filter(
-        pk=delegation.pk, revoked_at__isnull=True
-    ).update(revoked_at=timezone.now())
-    delegation.refresh_from_db()
+    with bounded_atomic():
+        revoked = Delegation.objects.filter(
+            pk=delegation.pk, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        delegation.refresh_from_db()
+        if revoked:
+            audit_delegation(delegation, "revoked", user=by, operator=operator)
     return bool(revoked)
+
+
+def audit_delegation(
+    delegation: Delegation, change: str, *, user: Person | None, operator: str = ""
+) -> None:
+    """A delegation made or revoked, in the audit trail (:mod:`deuz_django.audit`)."""
+    audit.append(
+        AuditAction.DELEGATION,
+        user=user,
+        operator=operator,
+        details={
+            "change": change,
+            "delegation": delegation.pk,
+            "delegator": delegation.delegator.get_username(),
+            "delegate": delegation.delegate.get_username(),
+            "startsAt": delegation.starts_at.isoformat(),
+            "endsAt": delegation.ends_at.isoformat(),
+            "note": delegation.note,
+        },
+    )
 
 
 def may_revoke(user: Person | None, delegation: Delegation) -> bool:

@@ -54,7 +54,6 @@ from ..models import Approval, ApprovalKind, ApprovalStatus, Grant
 from ..models.rules import StandingRule
 from ..models.visibility import Person
 from ..permissions import (
-    approval_tool,
     can_view_run,
     decide_refusal,
     edit_refusal,
@@ -62,11 +61,13 @@ from ..permissions import (
     lent_rights,
 )
 from ..quorum.voting import cast, chain_of, chain_refusal
-from ..rules.grants import Allow, allow_problem, record_grant
+from ..rules.grants import Allow, allow_problem, audit_grant, record_grant
 from ..storage.db import bounded_atomic
 from ..storage.step_journal import calls_in_doubt
 from .announcing import announce_verdict
+from .audit_trail import audit_verdict
 from .delegated import delegation_used, hold_in_force
+from .edits import edit_problem, edited_input
 from .expiry import EXPIRED_REASON, is_expired
 from .pending import current_pending
 from .questions import answer_problem, recorded_answer
@@ -210,7 +211,7 @@ def state_refusal(
 
 def _content_refusal(approval: Approval, verdict: Verdict) -> Refusal | None:
     """What the verdict carries must fit the call: a result only for "it happened", an
-    edit only as :func:`edit_problem` allows, an answer only to a question, a grant only
+    edit only as :func:`~.edits.edit_problem` allows, an answer only to a question, a grant only
     as :func:`~deuz_django.rules.grants.allow_problem` allows."""
     if verdict.result is not None and (
         approval.kind != ApprovalKind.OUTCOME_UNKNOWN or not verdict.approved
@@ -221,7 +222,7 @@ def _content_refusal(approval: Approval, verdict: Verdict) -> Refusal | None:
             "only approving an outcome-unknown call records a result",
         )
     if verdict.edited_input is not None:
-        problem = edit_problem(approval, verdict)
+        problem = edit_problem(approval, verdict.approved, verdict.edited_input)
         if problem is not None:
             return _invalid(approval, "editedInput", problem)
     problem = answer_problem(approval, verdict.approved, verdict.answer)
@@ -260,37 +261,6 @@ def _invalid(
     return Refusal(InvalidVerdict(f"{where}: {problem}."), problem, field)
 
 
-def _edited_input(
-    approval: Approval, verdict: Verdict, status: str
-) -> dict[str, Any] | None:
-    """The input a recorded verdict runs the call with, when not the model's: an
-    approving verdict's edit, or — on a call in doubt, which is never edited — the edit
-    that ran before the crash (kept, so "run it again" runs it again)."""
-    if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
-        return approval.edited_input
-    return verdict.edited_input if status == ApprovalStatus.APPROVED else None
-
-
-def edit_problem(approval: Approval, verdict: Verdict) -> str | None:
-    """Why ``verdict.edited_input`` may not replace the call's input: only an approving
-    verdict on a gated call of an ``editable`` tool edits, and the edited input must pass
-    the tool's schema (the problem names the field: ``editedInput.amount: …``)."""
-    if not verdict.approved:
-        return "only an approving verdict may edit the call's input"
-    if approval.kind != ApprovalKind.APPROVAL:
-        return "a call in doubt is not edited: record its result, or run it again"
-    try:
-        tool = approval_tool(approval)
-    except DeuzError as error:
-        return f"the rules for {approval.tool_name} calls cannot be read now: {error}"
-    if tool is None:
-        return f"the input of {approval.tool_name} calls may not be edited"
-    problems = tool.edit_problems(verdict.edited_input)
-    if problems and not tool.editable:
-        return problems[0]
-    return "; ".join(f"editedInput.{problem}" for problem in problems) or None
-
-
 def decide(user: Person | None, approval: Approval, verdict: Verdict) -> Decision:
     """Check and record one verdict (raising the refusal's error); an approval past
     ``APPROVAL_MAX_AGE`` is recorded as ``expired`` and its call will not run."""
@@ -312,14 +282,9 @@ def record_verdict(
     written ``expired``); raises :class:`ApprovalAlreadyDecided` when another verdict
     was recorded in between. ``operator`` names who overrode the user rules from a
     shell (``deuz resume --operator``), ``automatic`` the standing rule or grant that
-    decided (:mod:`deuz_django.rules.automatic`), recorded in the same write — as is the
-    grant an approving verdict's ``allow`` makes."""
-    if is_expired(approval):
-        status, reason = ApprovalStatus.EXPIRED, EXPIRED_REASON
-    elif verdict.approved:
-        status, reason = ApprovalStatus.APPROVED, verdict.reason
-    else:
-        status, reason = ApprovalStatus.DENIED, verdict.reason
+    decided (:mod:`deuz_django.rules.automatic`), recorded in the same write — as are the
+    grant an approving verdict's ``allow`` makes and the verdict's audit record."""
+    status, reason = _status(approval, verdict)
     lent = chain = None
     if status != ApprovalStatus.EXPIRED and not operator and automatic is None:
         lent = delegation_used(approval, user, approving=verdict.approved)
@@ -340,7 +305,7 @@ def record_verdict(
             delegation=lent,
             reason=reason,
             operator="" if status == ApprovalStatus.EXPIRED else operator,
-            edited_input=_edited_input(approval, verdict, status),
+            edited_input=edited_input(approval, verdict.edited_input, status),
             answer=recorded_answer(approval, status, verdict.answer),
             decided_by_rule=automatic if isinstance(automatic, StandingRule) else None,
             decided_by_grant=automatic if isinstance(automatic, Grant) else None,
@@ -348,12 +313,13 @@ def record_verdict(
             if status == ApprovalStatus.APPROVED
             else "",
         )
-        if updated and status == ApprovalStatus.APPROVED:
-            if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
-                _settle_in_doubt(approval, verdict.result)
-            if verdict.allow is not None:
-                record_grant(approval, user, verdict.allow)
-    approval.refresh_from_db()
+        approved = updated and status == ApprovalStatus.APPROVED
+        grant = _approved(approval, user, verdict) if approved else None
+        approval.refresh_from_db()
+        if updated:  # the audit records last (audit.append says why)
+            audit_verdict(approval, user, timeout=False)
+            if grant is not None:
+                audit_grant(grant, approval, user)
     if not updated:
         raise ApprovalAlreadyDecided(
             f"Approval {approval.approval_id} was already {approval.status}."
@@ -361,14 +327,37 @@ def record_verdict(
     return _recorded(approval)
 
 
+def _status(approval: Approval, verdict: Verdict) -> tuple[str, str]:
+    """The status and reason a verdict records (``expired``: it came too late)."""
+    if is_expired(approval):
+        return ApprovalStatus.EXPIRED, EXPIRED_REASON
+    if verdict.approved:
+        return ApprovalStatus.APPROVED, verdict.reason
+    return ApprovalStatus.DENIED, verdict.reason
+
+
+def _approved(
+    approval: Approval, user: Person | None, verdict: Verdict
+) -> Grant | None:
+    """What an approval writes besides its row: a call in doubt's recorded result, the
+    grant its ``allow`` makes (returned, for the audit record)."""
+    if approval.kind == ApprovalKind.OUTCOME_UNKNOWN:
+        _settle_in_doubt(approval, verdict.result)
+    if verdict.allow is None:
+        return None
+    return record_grant(approval, user, verdict.allow)
+
+
 def record_timeout(approval: Approval, reason: str, *, due: Q) -> Decision | None:
     """Record a call nobody decided in time as ``expired``, by the system, with
     ``reason`` (:mod:`deuz_django.deadlines.rows`) — only while it is pending and ``due``
     still holds for its row (an escalation may have moved its deadline meanwhile).
     ``None`` when it did not (a verdict or another sweep came first): one write wins."""
-    if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
-        return None
-    approval.refresh_from_db()
+    with bounded_atomic():
+        if not _write(approval, due, status=ApprovalStatus.EXPIRED, reason=reason):
+            return None
+        approval.refresh_from_db()
+        audit_verdict(approval, None, timeout=True)
     return _recorded(approval)
 
 

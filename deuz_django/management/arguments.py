@@ -1,5 +1,5 @@
 """The arguments of ``manage.py deuz``: an action per subcommand (runs, show, resume, stop,
-fork, replay, input, recover, sweep, prune), each with its own options; bad arguments exit
+fork, replay, input, recover, sweep, prune, audit), each with its own options; bad arguments exit
 with
 argparse's 2."""
 
@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from django.core.management.base import CommandError, CommandParser
 
 from ..models import RunStatus
+from .auditing import add_audit
 from .delegating import add_delegation
 from .output import BAD_ARGUMENTS
 from .replaying import add_replay
@@ -42,6 +43,7 @@ def add_actions(parser: ArgumentParser) -> None:
         _recover,
         _sweep,
         _prune,
+        add_audit,
     ):
         add(actions)
 

@@ -22,6 +22,9 @@ from ..approvals.delegated import delegate, revoke
 from ..models import Delegation
 from .output import BAD_ARGUMENTS, RUN_ERROR, table, when
 
+# Who a shell's delegation change is recorded as in the audit trail.
+OPERATOR = "deuz delegation (shell)"
+
 
 def add_delegation(actions: _SubParsersAction[Any]) -> None:
     """``delegation add|list|revoke``."""
@@ -79,7 +82,7 @@ class DelegationAction:
                     f"No delegation with id {options['delegation_id']}.",
                     returncode=RUN_ERROR,
                 )
-            done = revoke(found)
+            done = revoke(found, operator=OPERATOR)
             state = "revoked" if done else "was already revoked"
             self.stdout.write(f"Delegation {found.pk} ({found}) {state}")
 
@@ -100,6 +103,7 @@ def _add(options: dict[str, Any]) -> Delegation:
             ends_at=options["until"],
             starts_at=options["starts"],
             note=options["note"],
+            operator=OPERATOR,
         )
     except ValueError as error:
         raise CommandError(str(error), returncode=BAD_ARGUMENTS) from None

@@ -3,8 +3,9 @@
 (:mod:`.approvals`), its stream journal (:mod:`.stream`), standing rules and grants
 (:mod:`.rules`), delegated approval rights (:mod:`.delegations`), the votes of calls
 that need several approvals (:mod:`.votes`), the notification delivery log
-(:mod:`.deliveries`), what people said to runs as they ran (:mod:`.inputs`), and the
-A2A context and push configs of a run (:mod:`.contexts`, :mod:`.push_configs`).
+(:mod:`.deliveries`), what people said to runs as they ran (:mod:`.inputs`), the A2A
+context and push configs of a run (:mod:`.contexts`, :mod:`.push_configs`), and the
+hash-chained audit trail (:mod:`.audit`).
 
 A checkpoint save writes only what changed: the run row (counters, status, lease check) and
 the messages appended since the previous save, so its cost does not grow with history.
@@ -18,6 +19,7 @@ from .approvals import (
     ApprovalQuerySet,
     ApprovalStatus,
 )
+from .audit import AuditAction, AuditChainHead, AuditRecord
 from .contexts import TaskContext
 from .delegations import Delegation
 from .deliveries import Delivery, DeliveryChannel, DeliveryStatus
@@ -47,6 +49,9 @@ __all__ = [
     "ApprovalQuerySet",
     "ApprovalStatus",
     "ApprovalVote",
+    "AuditAction",
+    "AuditChainHead",
+    "AuditRecord",
     "Dashboard",
     "Delegation",
     "Delivery",

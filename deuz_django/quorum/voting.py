@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from ..approvals.audit_trail import audit_vote
 from ..core.exceptions import DeuzError
 from ..deadlines.rows import deadline_fields
 from ..exceptions import ApprovalAlreadyDecided
@@ -113,7 +114,7 @@ def cast(
     or moved on to another stage, since it was read."""
     assert is_signed_in(user)  # a chain is only for a person's verdict
     stage_index = approval.stage
-    ApprovalVote.objects.create(
+    vote = ApprovalVote.objects.create(
         approval=approval,
         stage=stage_index,
         voter_id=user.pk,
@@ -132,12 +133,12 @@ def cast(
     stage = chain.stage(stage_index)
     if not approved and stage.veto:
         return True
-    if _votes(row, stage_index, approved).count() < stage.quorum:
-        return False
-    if not approved or stage_index + 1 >= len(chain.stages):
-        return True
-    _ask_next_stage(row, chain.stage(stage_index + 1))
-    approval.stage = row.stage
+    if _votes(row, stage_index, approved).count() >= stage.quorum:
+        if not approved or stage_index + 1 >= len(chain.stages):
+            return True  # the call's decision is recorded (and audited) next
+        _ask_next_stage(row, chain.stage(stage_index + 1))
+        approval.stage = row.stage
+    audit_vote(row, vote)  # the last write of the act (deuz_django.audit)
     return False
 
 

@@ -16,9 +16,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from .. import audit
 from ..conf import deuz_settings
 from ..core.exceptions import DeuzError
 from ..models import Approval, ApprovalKind, Grant
+from ..models.audit import AuditAction
 from ..models.rules import GrantScope
 from ..models.visibility import Person
 from ..permissions import approval_tool
@@ -73,10 +75,11 @@ def allow_problem(
 
 
 def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant:
-    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``."""
+    """The grant an accepted ``allow`` makes, attributed to ``user`` and ``approval``
+    (:func:`audit_grant` records it, after the verdict)."""
     run = approval.run
     owner_wide = allow.scope == GrantScope.OWNER
-    return Grant.objects.create(
+    grant = Grant.objects.create(
         tool_name=approval.tool_name,
         agent=run.agent,
         agent_path=list(approval.agent_path or []),
@@ -88,4 +91,24 @@ def record_grant(approval: Approval, user: Person | None, allow: Allow) -> Grant
         expires_at=timezone.now() + timedelta(hours=allow.hours or 0)
         if owner_wide
         else None,
+    )
+    return grant
+
+
+def audit_grant(grant: Grant, approval: Approval, user: Person | None) -> None:
+    """The grant made with ``approval``'s verdict, in the audit trail."""
+    audit.append(
+        AuditAction.GRANT,
+        user=user,
+        run_id=approval.run.run_id,
+        approval_id=approval.approval_id,
+        details={
+            "grant": grant.pk,
+            "tool": grant.tool_name,
+            "agent": grant.agent,
+            "scope": grant.scope,
+            "expiresAt": None
+            if grant.expires_at is None
+            else grant.expires_at.isoformat(),
+        },
     )

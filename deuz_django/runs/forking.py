@@ -3,7 +3,8 @@
 Every surface forks through :func:`fork_run` (the admin's "Fork from here", ``POST
 runs/<id>/fork/``, the WebSocket's ``fork`` frame, ``deuz fork``): the permission of
 :func:`~deuz_django.permissions.can_fork_run`, the fork written whole by the store
-(:meth:`~deuz_django.storage.store.DjangoSessionStore.fork`), then its first leg
+(:meth:`~deuz_django.storage.store.DjangoSessionStore.fork`) with its audit record in
+one transaction, then its first leg
 continued in the background like any run (:func:`~.continuing.enqueue_run`). The rules
 of what a fork holds are the core's (:mod:`deuz_django.core.durable.forking`).
 """
@@ -15,12 +16,15 @@ import uuid
 
 from asgiref.sync import sync_to_async
 
+from .. import audit
 from ..core.durable import ForkEdit
 from ..exceptions import NotPermitted, RunNotFound
 from ..models import Run
+from ..models.audit import AuditAction
 from ..models.visibility import Person
 from ..permissions import can_fork_run, is_signed_in
 from ..registry import agent_tools
+from ..storage.db import bounded_atomic
 from ..storage.store import DjangoSessionStore
 from .continuing import enqueue_run
 
@@ -49,15 +53,28 @@ def fork_run(
     """
     parent = _parent(run_id, user, operator)
     fork_id = fork_run_id or uuid.uuid4().hex
-    DjangoSessionStore().fork(
-        parent.run_id,
-        step_index=step,
-        run_id=fork_id,
-        edit=edit,
-        with_turn=with_turn,
-        tools=agent_tools(parent.agent),  # an edited input is checked against them
-        owner_id=parent.owner_id if operator else getattr(user, "pk", None),
-    )
+    with bounded_atomic():
+        DjangoSessionStore().fork(
+            parent.run_id,
+            step_index=step,
+            run_id=fork_id,
+            edit=edit,
+            with_turn=with_turn,
+            tools=agent_tools(parent.agent),  # an edited input is checked against them
+            owner_id=parent.owner_id if operator else getattr(user, "pk", None),
+        )
+        audit.append(
+            AuditAction.FORK,
+            user=None if operator else user,
+            operator=operator,
+            run_id=parent.run_id,
+            details={
+                "fork": fork_id,
+                "step": step,
+                "withTurn": with_turn,
+                "edit": None if edit is None else edit.to_json(),
+            },
+        )
     who = f"{operator} (operator)" if operator else _name(user)
     logger.info("deuz: %s forked run %s at step %d into %s", who, run_id, step, fork_id)
     enqueue_run(fork_id)

@@ -43,14 +43,16 @@ from django.db.models import F
 from django.tasks import task
 from django.utils import timezone
 
-from .. import notifications
+from .. import audit, notifications
 from ..conf import deuz_settings
 from ..core import AbortController
 from ..deadlines import sweep as deadline_sweep
 from ..exceptions import RunBusy, RunNotResumable
 from ..models import Run, RunStatus
+from ..models.audit import AuditAction
 from ..signals import run_failed, send_on_commit
 from ..storage import leases
+from ..storage.db import bounded_atomic
 from ..storage.leases import Lease
 from ..streaming.live import LegStream
 from . import continuing as continuation
@@ -122,23 +124,35 @@ def claim_for_recovery(run_id: str, now: datetime | None = None) -> Lease | None
     limit = int(deuz_settings.RECOVERY_MAX_ATTEMPTS)
     if attempt > limit:
         cause = found["last_error"] or "its process stopped mid-leg each time"
-        leases.release(
-            lease,
-            recover_after=None,
-            last_error=f"Recovery gave up after {limit} attempts: {cause}"[:2000],
-        )
+        with bounded_atomic():
+            leases.release(
+                lease,
+                recover_after=None,
+                last_error=f"Recovery gave up after {limit} attempts: {cause}"[:2000],
+            )
+            _audit_recovery(run_id, attempt, gave_up=True)
         logger.error(
             "deuz: recovery of run %s gave up after %d attempts", run_id, limit
         )
         failed = Run.objects.get(run_id=run_id)
         send_on_commit(run_failed, Run, run=failed, error=failed.last_error)
         raise RecoveryExhausted(run_id)
-    Run.objects.held_by(lease).update(
-        recovery_attempts=F("recovery_attempts") + 1,
-        recover_after=now + backoff(attempt),
-    )
+    with bounded_atomic():
+        Run.objects.held_by(lease).update(
+            recovery_attempts=F("recovery_attempts") + 1,
+            recover_after=now + backoff(attempt),
+        )
+        _audit_recovery(run_id, attempt, gave_up=False)
     logger.info("deuz: run %s recovered by the sweep (attempt %d)", run_id, attempt)
     return lease
+
+
+def _audit_recovery(run_id: str, attempt: int, *, gave_up: bool) -> None:
+    audit.append(
+        AuditAction.RECOVERY,
+        run_id=run_id,
+        details={"attempt": attempt, "gaveUp": gave_up, "by": "sweep"},
+    )
 
 
 def due_runs() -> list[str]:

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import audit
 from ..core import (
     Comparison,
     Message,
@@ -29,9 +30,11 @@ from ..core import (
 from ..core.durable.codec import decode_json
 from ..exceptions import NotAReplay, NotPermitted, RunNotFound, RunNotReplayable
 from ..models import Run, RunStatus, RunStep
+from ..models.audit import AuditAction
 from ..models.visibility import Person
 from ..permissions import can_replay_run, can_view_run, is_signed_in
 from ..registry import AgentSpec, load_agent
+from ..storage.db import bounded_atomic
 from ..storage.store import DjangoSessionStore
 from .transcript import run_messages
 
@@ -67,15 +70,24 @@ def create_replay(
     if operator:
         options["operator"] = operator
     replay_id = uuid.uuid4().hex
-    return DjangoSessionStore().start(
-        replay_id,
-        history,
-        agent=agent or original.agent,
-        owner=user if is_signed_in(user) and not operator else None,
-        title=f"Replay of {original.title or original.run_id}"[:200],
-        replay_of=original,
-        replay_options=options,
-    )
+    with bounded_atomic():
+        replay = DjangoSessionStore().start(
+            replay_id,
+            history,
+            agent=agent or original.agent,
+            owner=user if is_signed_in(user) and not operator else None,
+            title=f"Replay of {original.title or original.run_id}"[:200],
+            replay_of=original,
+            replay_options=options,
+        )
+        audit.append(
+            AuditAction.REPLAY,
+            user=None if operator else user,
+            operator=operator,
+            run_id=original.run_id,
+            details={"replay": replay_id, "agent": replay.agent, "system": system},
+        )
+    return replay
 
 
 def _original(run_id: str, user: Person | None, operator: str) -> Run:

@@ -25,11 +25,13 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
+from .. import audit
 from ..approvals.announcing import announce_verdict
 from ..approvals.verdicts import user_or_none
 from ..core import AbortController, ErrorPart
 from ..exceptions import RunBusy, RunNotFound, RunNotStoppable, RunStopped
 from ..models import Approval, ApprovalStatus, Run, RunStatus
+from ..models.audit import AuditAction
 from ..models.visibility import Person
 from ..signals import run_stopped, send_on_commit
 from ..storage import leases
@@ -50,17 +52,20 @@ def request_stop(
     again while a stop is pending changes nothing. Raises :class:`RunNotStoppable` for
     a run that is completed or stopped already. The caller checks the permission
     (:func:`deuz_django.permissions.can_stop_run`)."""
-    asked = (
-        Run.objects.named(run_id)
-        .filter(stop_requested_at=None)
-        .exclude(status__in=FINISHED)
-        .update(
-            stop_requested_at=timezone.now(),
-            stop_reason=reason,
-            stopped_by=user_or_none(user),
-            stop_operator=operator,
+    with bounded_atomic():
+        asked = (
+            Run.objects.named(run_id)
+            .filter(stop_requested_at=None)
+            .exclude(status__in=FINISHED)
+            .update(
+                stop_requested_at=timezone.now(),
+                stop_reason=reason,
+                stopped_by=user_or_none(user),
+                stop_operator=operator,
+            )
         )
-    )
+        if asked:
+            _audit_stop(run_id, reason, user=user, operator=operator)
     run = Run.objects.select_related("stopped_by").named(run_id).first()
     if run is None:
         raise RunNotFound(f"No run '{run_id}'.")
@@ -78,13 +83,30 @@ def request_stop(
 def stop_by_system(run_id: str, reason: str) -> None:
     """Ask ``run_id`` to stop for ``reason`` (a run-wide limit, a loop), unless a stop
     was asked for already; the leg that asks applies it when it ends."""
-    asked = (
-        Run.objects.named(run_id)
-        .filter(stop_requested_at=None)
-        .update(stop_requested_at=timezone.now(), stop_reason=reason)
-    )
+    with bounded_atomic():
+        asked = (
+            Run.objects.named(run_id)
+            .filter(stop_requested_at=None)
+            .update(stop_requested_at=timezone.now(), stop_reason=reason)
+        )
+        if asked:
+            _audit_stop(run_id, reason)
     if asked:
         logger.warning("deuz: run %s is stopping: %s", run_id, reason)
+
+
+def _audit_stop(
+    run_id: str, reason: str, *, user: Person | None = None, operator: str = ""
+) -> None:
+    """The stop asked for, in the audit trail (by nobody: the system's own stop)."""
+    by_system = user is None and not operator
+    audit.append(
+        AuditAction.STOP,
+        user=user,
+        operator=operator,
+        run_id=run_id,
+        details={"reason": reason, "bySystem": by_system},
+    )
 
 
 def apply_if_free(run_id: str) -> bool:

@@ -3,7 +3,8 @@
 An input is accepted by one transaction that first takes the run's next ``input_seq``
 — a conditional ``UPDATE`` of the run row, refused for a run that is completed or
 stopped — then inserts its row: the update locks the row (PostgreSQL) or the database
-(SQLite), so inputs of a run are numbered without gaps or races. A completing
+(SQLite), so inputs of a run are numbered without gaps or races; its audit record
+(:mod:`deuz_django.audit`) is appended in the same transaction. A completing
 checkpoint's save updates the same row only while its ``input_seq`` is no further than
 what the run has had delivered (:meth:`DjangoInputQueue.completion_watermark`), so an
 input racing it is either refused (the run completed first) or refuses the completion
@@ -25,6 +26,7 @@ from django.db import IntegrityError, connection
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
+from .. import audit
 from ..core import Message
 from ..core.durable import (
     AgentCheckpoint,
@@ -35,6 +37,7 @@ from ..core.durable import (
 )
 from ..core.durable.inputs import carried_inputs, checked_text
 from ..models import Run, RunInput, RunStatus
+from ..models.audit import AuditAction
 from ..models.visibility import Person, is_signed_in
 from .db import bounded_atomic, once_more_if_broken
 
@@ -101,6 +104,13 @@ class DjangoInputQueue:
                     text=text,
                     sent_by_id=user.pk if is_signed_in(user) else None,
                     operator=operator,
+                )
+                audit.append(
+                    AuditAction.INPUT,
+                    user=user,
+                    operator=operator,
+                    run_id=run_id,
+                    details={"seq": seq, "inputId": row.input_id, "text": text},
                 )
         except IntegrityError:
             # The same input id, accepted by a concurrent retry: that one stands.

@@ -1,5 +1,6 @@
 """``manage.py deuz``: list, show, resume, stop, fork, replay, steer (``input``), recover,
-sweep and prune runs; lend approval rights (``delegation``).
+sweep and prune runs; lend approval rights (``delegation``); verify and export the
+audit trail (``audit``).
 
     deuz runs [--status S] [--agent A] [--owner USERNAME] [--limit N] [--json]
     deuz show RUN_ID
@@ -16,6 +17,7 @@ sweep and prune runs; lend approval rights (``delegation``).
     deuz recover [--older-than SECONDS] [--dry-run]
     deuz sweep [--every SECONDS]
     deuz prune --completed-before DAYS [--dry-run]
+    deuz audit verify [--tenant T | --file FILE] · deuz audit export [--since DATE] …
 
 Verdicts name their decider: ``--as USERNAME`` decides as that user, under the same
 permission rules as the admin, the REST API and the chat; ``--operator NAME`` is an
@@ -65,6 +67,7 @@ from ...runs.transcript import sections, transcript_lines
 from ...storage.db import bounded_atomic
 from .. import forking
 from ..arguments import Parser, add_actions
+from ..auditing import AuditCommand
 from ..deciders import ShellDecider
 from ..delegating import DelegationAction
 from ..inputs import InputAction
@@ -88,7 +91,7 @@ NO_DECIDER = (
 )
 
 
-class Command(InputAction, ReplayAction, DelegationAction):
+class Command(InputAction, ReplayAction, DelegationAction, AuditCommand):
     help = "Inspect and drive durable agent runs."
 
     def create_parser(

@@ -39,6 +39,7 @@ ENDPOINTS = [
     ("post", "runs/{run}/resume/"),
     ("get", "runs/{run}/inputs/"),
     ("post", "runs/{run}/inputs/"),
+    ("get", "runs/{run}/audit/"),
     ("get", "approvals/"),
 ]
 
@@ -206,6 +207,7 @@ def test_the_openapi_schema_is_served_valid_with_every_error_documented() -> Non
         f"{API}/runs/{{runId}}/replay/",
         f"{API}/runs/{{runId}}/comparison/",
         f"{API}/runs/{{runId}}/inputs/",
+        f"{API}/runs/{{runId}}/audit/",
         f"{API}/approvals/",
         f"{API}/delegations/",
         f"{API}/delegations/{{delegationId}}/revoke/",
