@@ -64,6 +64,7 @@ DEUZ = {
         "mailing_v2": "tests.django.replay_agents.mailing_v2",
         "diverging": "tests.django.replay_agents.diverging",
         "steered": "tests.reliability.steering_agent.steered",
+        "agui_mailer": "tests.protocols.agents.mailer",
         **{
             name: f"tests.django.steering_agents.{name}"
             for name in (

@@ -117,7 +117,7 @@ LAYERS = tuple(
         "services runs.continuing runs.forking runs.recovery deadlines.sweep "
         "streaming.following checks apps",
         "api admin dashboard management streaming approvals.link_views "
-        "approvals.page_verdicts urls routing asgi",
+        "approvals.page_verdicts urls routing asgi protocols",
     )
 )
 FRONT_DOOR = 1

@@ -14,6 +14,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from ..protocols.agui.views import agent_endpoint
 from ..streaming.sse import run_stream
 from . import inputs, views
 from .docs import operation
@@ -100,6 +101,8 @@ urlpatterns = [
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
+    # AG-UI 1.0 (SSE) for CopilotKit and other front ends; see deuz_django.protocols.agui.
+    path("agents/<str:name>/ag-ui/", agent_endpoint, name="agent-ag-ui"),
     path(
         "schema/",
         SchemaView.as_view(custom_settings=SCHEMA_SETTINGS),
