@@ -27,6 +27,10 @@ SCHEMA_SETTINGS: dict[str, Any] = {
     "approvals, signed verdicts, resume, forks, replays and steering.",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "deuz_django.protocols.agui.schema.add_agui_endpoint",
+    ],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "deuz_django.models.RunStatus",

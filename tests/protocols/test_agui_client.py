@@ -74,9 +74,11 @@ def test_a_run_suspended_on_an_approval_is_approved_through_the_protocol(
     assert types(first)[-3:] == ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert text_of(first) == "asking 0 asking 1 asking 2 "
     [call] = of_type(first, "TOOL_CALL_START")
-    assert call["toolCallId"] == "e1" and call["toolCallName"] == "send_email"
+    assert call["toolCallId"] == "e1"
+    assert call["toolCallName"] == "send_email"
     [interrupt] = first["pendingInterrupts"]
-    assert interrupt["reason"] == "tool_call" and interrupt["toolCallId"] == "e1"
+    assert interrupt["reason"] == "tool_call"
+    assert interrupt["toolCallId"] == "e1"
     assert interrupt["responseSchema"]["required"] == ["approved"]
     assert interrupt["metadata"]["deuz"]["token"].startswith("v1.")
     assert interrupt["expiresAt"]
@@ -86,9 +88,8 @@ def test_a_run_suspended_on_an_approval_is_approved_through_the_protocol(
     second = resume(server, token, thread, answer(interrupt, approved=True))
     assert second["error"] is None, second
     [result] = of_type(second, "TOOL_CALL_RESULT")
-    assert (
-        result["toolCallId"] == "e1" and result["content"] == "sent to ann@example.com"
-    )
+    assert result["toolCallId"] == "e1"
+    assert result["content"] == "sent to ann@example.com"
     assert text_of(second) == "sent 0 sent 1 sent 2 "
     assert of_type(second, "RUN_FINISHED")[0]["outcome"]["type"] == "success"
     assert second["pendingInterrupts"] == []
@@ -114,7 +115,8 @@ def test_a_forged_token_is_refused_and_the_call_still_waits(
     signed = forged["metadata"]["deuz"]["token"]
     forged["metadata"] = {"deuz": {"token": signed[:-4] + "AAAA"}}
     refused = resume(server, token, thread, forged)
-    assert refused["error"] is not None and "400" in refused["error"]
+    assert refused["error"] is not None
+    assert "400" in refused["error"]
     unsigned = {**forged, "metadata": {}}
     assert "400" in resume(server, token, thread, unsigned)["error"]
     assert not effects.exists()
@@ -191,7 +193,8 @@ def test_a_stream_cut_mid_run_is_rejoined_without_a_lost_or_repeated_event(
     server = site.daphne()
     token = token_for(site, "ann")
     thread, cut = start(server, token, cutAfter=8)
-    assert cut["cut"] and not of_type(cut, "RUN_FINISHED")
+    assert cut["cut"]
+    assert not of_type(cut, "RUN_FINISHED")
     last = cut["ids"][-1]
     rest = drive(
         url=endpoint(server),

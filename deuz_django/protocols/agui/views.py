@@ -51,11 +51,10 @@ from .stream import refused_run, run_events
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class Expired(APIException):
-    """A ``resolved`` answer to an interrupt past its ``expiresAt``: the run errors."""
-
-    default_detail = "An interrupt answered has expired; cancel it to continue."
-    default_code = "interrupt_expired"
+EXPIRED = (
+    "An interrupt answered has expired: it can no longer be resolved; cancel it to "
+    "continue the thread."
+)
 
 
 @csrf_exempt  # as every API view: the session authentication checks CSRF itself
@@ -70,16 +69,14 @@ async def agent_endpoint(request: HttpRequest, name: str) -> HttpResponseBase:
         return refused(NotAuthenticated())
     try:
         run_input = _read_input(request)
-        cursor = await sync_to_async(_begin)(user, name, run_input, request)
-    except Expired as expired:
-        error = RunErrorEvent(message=str(expired.detail), code="interrupt_expired")
-        body = refused_run(run_input.thread_id, run_input.run_id, error)
-        return StreamingHttpResponse(
-            body, content_type="text/event-stream", headers=HEADERS
-        )
+        begun = await sync_to_async(_begin)(user, name, run_input, request)
     except (APIException, DeuzError) as error:
         return refused(_api_error(error))
-    body = run_events(run_input.thread_id, run_input.run_id, cursor)
+    thread_id, run_id = run_input.thread_id, run_input.run_id
+    if isinstance(begun, RunErrorEvent):
+        body = refused_run(thread_id, run_id, begun)
+    else:
+        body = run_events(thread_id, run_id, begun)
     return StreamingHttpResponse(
         body, content_type="text/event-stream", headers=HEADERS
     )
@@ -119,8 +116,9 @@ def _read_input(request: HttpRequest) -> RunAgentInput:
 
 def _begin(
     user: Any, agent: str, run_input: RunAgentInput, request: HttpRequest
-) -> int:
-    """Record what the request asks and return the cursor its events follow."""
+) -> int | RunErrorEvent:
+    """Record what the request asks; the cursor its events follow, or the error
+    its run fails with at once (an expired interrupt resolved)."""
     try:
         load_agent(agent)
     except LookupError:
@@ -169,12 +167,12 @@ def _start(user: Any, agent: str, run_input: RunAgentInput) -> int:
     return -1
 
 
-def _resume(user: Any, run: Run, entries: list[ResumeEntry]) -> int:
+def _resume(user: Any, run: Run, entries: list[ResumeEntry]) -> int | RunErrorEvent:
     resume = read_resume(run, entries)
     if resume.replay:
         return _replayed_from(entries)
     if resume.expired:
-        raise Expired()
+        return RunErrorEvent(message=EXPIRED, code="interrupt_expired")
     cursor = async_to_sync(get_journal().last_seq)(run.run_id)
     record_verdicts(user, resume.verdicts)
     return -1 if cursor is None else cursor
