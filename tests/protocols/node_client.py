@@ -10,10 +10,65 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
+from tests.live_site import Daphne
+
 NODE_DIR = Path(__file__).resolve().parent / "node"
+USER_MESSAGE = {"id": "u1", "role": "user", "content": "Email Ann, please."}
+
+
+def endpoint(server: Daphne, agent: str = "agui_mailer") -> str:
+    return f"{server.http}/api/deuz/agents/{agent}/ag-ui/"
+
+
+def start(
+    server: Daphne, token: str, agent: str = "agui_mailer", **plan: Any
+) -> tuple[str, dict[str, Any]]:
+    """A new thread of ``agent``, asked to email Ann; its id and what the client saw."""
+    thread = uuid.uuid4().hex
+    result = drive(
+        url=endpoint(server, agent),
+        token=token,
+        threadId=thread,
+        runId="run-1",
+        messages=[USER_MESSAGE],
+        **plan,
+    )
+    return thread, result
+
+
+def answer(interrupt: dict[str, Any], **payload: Any) -> dict[str, Any]:
+    """A resolved resume entry that echoes the interrupt's metadata (its token)."""
+    return {
+        "interruptId": interrupt["id"],
+        "status": "resolved",
+        "payload": payload,
+        "metadata": interrupt["metadata"],
+    }
+
+
+def resume(
+    server: Daphne,
+    token: str,
+    thread: str,
+    *entries: Any,
+    run: str = "run-2",
+    agent: str = "agui_mailer",
+) -> dict[str, Any]:
+    return drive(
+        url=endpoint(server, agent),
+        token=token,
+        threadId=thread,
+        runId=run,
+        resume=list(entries),
+    )
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "".join(e["delta"] for e in of_type(result, "TEXT_MESSAGE_CONTENT"))
 
 
 def install() -> None:

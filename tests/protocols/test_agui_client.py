@@ -5,62 +5,25 @@ interrupt and the resume; a stream cut mid-run and rejoined; another user's thre
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.live_site import Daphne, LiveSite
+from tests.live_site import LiveSite
 
 from .conftest import token_for
-from .node_client import drive, of_type, types
+from .node_client import (
+    answer,
+    drive,
+    endpoint,
+    of_type,
+    resume,
+    start,
+    text_of,
+    types,
+)
 
 pytestmark = pytest.mark.processes
-USER_MESSAGE = {"id": "u1", "role": "user", "content": "Email Ann, please."}
-
-
-def endpoint(server: Daphne) -> str:
-    return f"{server.http}/api/deuz/agents/agui_mailer/ag-ui/"
-
-
-def start(server: Daphne, token: str, **plan: Any) -> tuple[str, dict[str, Any]]:
-    thread = uuid.uuid4().hex
-    result = drive(
-        url=endpoint(server),
-        token=token,
-        threadId=thread,
-        runId="run-1",
-        messages=[USER_MESSAGE],
-        **plan,
-    )
-    return thread, result
-
-
-def answer(interrupt: dict[str, Any], **payload: Any) -> dict[str, Any]:
-    """A resolved resume entry that echoes the interrupt's metadata (its token)."""
-    return {
-        "interruptId": interrupt["id"],
-        "status": "resolved",
-        "payload": payload,
-        "metadata": interrupt["metadata"],
-    }
-
-
-def resume(
-    server: Daphne, token: str, thread: str, *entries: Any, run: str = "run-2"
-) -> dict[str, Any]:
-    return drive(
-        url=endpoint(server),
-        token=token,
-        threadId=thread,
-        runId=run,
-        resume=list(entries),
-    )
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(e["delta"] for e in of_type(result, "TEXT_MESSAGE_CONTENT"))
 
 
 def test_a_run_suspended_on_an_approval_is_approved_through_the_protocol(
