@@ -29,7 +29,18 @@ RUN_AGENT_INPUT = {
         "runId": {"type": "string"},
         "messages": {
             "type": "array",
-            "items": {"type": "object", "additionalProperties": True},
+            "description": "AG-UI messages; a new thread starts with their user and "
+            "assistant text.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "role": {"type": "string", "enum": ["user", "assistant"]},
+                    "content": {"type": "string"},
+                },
+                "required": ["id", "role", "content"],
+                "additionalProperties": True,
+            },
         },
         "resume": {"type": "array", "items": _ENTRY},
         "state": {},

@@ -60,7 +60,9 @@ EXPIRED = (
 @csrf_exempt  # as every API view: the session authentication checks CSRF itself
 async def agent_endpoint(request: HttpRequest, name: str) -> HttpResponseBase:
     if request.method != "POST":
-        return refused(MethodNotAllowed(request.method or ""))
+        not_allowed = refused(MethodNotAllowed(request.method or ""))
+        not_allowed["Allow"] = "POST"
+        return not_allowed
     try:
         user = await sync_to_async(authenticate)(request)
     except APIException as error:  # a session request without its CSRF token
