@@ -135,3 +135,23 @@ def test_a_finished_thread_takes_no_new_input(ann: User) -> None:
     assert refusal(post(ann, more, agent="scripted"), 409)["code"] == (
         "thread_not_continuable"
     )
+
+
+def test_every_open_interrupt_needs_an_answer_and_the_permission_rules_hold(
+    ann: User,
+) -> None:
+    run = started(ann, "gated")  # waits on r1 (a refund) and e1 (an email)
+    tokens = dict(run.approvals.values_list("approval_id", "token"))
+
+    def approving(call: str) -> dict[str, Any]:
+        envelope = {"deuz": {"token": tokens[call]}}
+        return entry(call, payload={"approved": True}, metadata=envelope)
+
+    only_e1 = run_input(run.run_id, resume=[approving("e1")])
+    body = refusal(post(ann, only_e1, agent="gated"), 400)
+    assert body["code"] == "interrupts_unanswered"
+    assert body["errors"] == [{"field": "resume", "message": "no answer to r1"}]
+    # The owner may not approve the refund (separation of duties): 403, as over REST.
+    both = run_input(run.run_id, resume=[approving("r1"), approving("e1")])
+    assert refusal(post(ann, both, agent="gated"), 403)["code"] == "not_permitted"
+    assert set(run.approvals.values_list("status", flat=True)) == {"pending"}

@@ -36,7 +36,7 @@ from rest_framework.exceptions import (
 from ...api.exceptions import Conflict, InvalidRequest, too_large, translate
 from ...core import sse as deuz_sse
 from ...core.exceptions import DeuzError, InvalidInputError
-from ...exceptions import RunExists, RunNotFound
+from ...exceptions import NotPermitted, RunExists, RunNotFound
 from ...models import Run
 from ...models.runs import RUN_ID_PATTERN
 from ...permissions import is_signed_in
@@ -72,7 +72,7 @@ async def agent_endpoint(request: HttpRequest, name: str) -> HttpResponseBase:
     try:
         run_input = _read_input(request)
         begun = await sync_to_async(_begin)(user, name, run_input, request)
-    except (APIException, DeuzError) as error:
+    except (APIException, DeuzError, NotPermitted) as error:
         return refused(_api_error(error))
     thread_id, run_id = run_input.thread_id, run_input.run_id
     if isinstance(begun, RunErrorEvent):
