@@ -68,7 +68,9 @@ def test_a_cancelled_interrupt_denies_the_call(site: LiveSite, effects: Path) ->
     cancelled = {"interruptId": interrupt["id"], "status": "cancelled"}
     done = resume(server, token, thread, cancelled)
     assert done["error"] is None, done
-    [result] = of_type(done, "TOOL_CALL_RESULT")
+    results = of_type(done, "TOOL_CALL_RESULT")
+    assert len(results) == 1, done["events"]
+    [result] = results
     assert result["toolCallId"] == "e1"
     assert "Cancelled through AG-UI" in result["content"]
     assert of_type(done, "RUN_FINISHED")[0]["outcome"]["type"] == "success"

@@ -3,8 +3,9 @@ until the run pauses or ends.
 
 It opens with ``RUN_STARTED`` and follows the run's journal with the one reader every
 stream uses (:func:`deuz_django.streaming.following.follow`), so it sees legs of any
-process and continues a run whose process died. At a leg's end it looks at the run: a
-run waiting on calls ends the stream with ``STATE_SNAPSHOT``, ``MESSAGES_SNAPSHOT`` and
+process and continues a run whose process died. At a leg's end it looks at the run once
+it is at rest there (no leg holds its lease, nothing journaled after): a run waiting on
+calls ends the stream with ``STATE_SNAPSHOT``, ``MESSAGES_SNAPSHOT`` and
 ``RUN_FINISHED`` with the ``interrupt`` outcome; a completed run with ``RUN_FINISHED``;
 a stopped one with the ``cancelled`` outcome; a failed leg with ``RUN_ERROR``. Any other
 leg end (a hand-over, a leg a rule continues) is followed on.
@@ -35,6 +36,7 @@ from ag_ui.core import (
 )
 from ag_ui.encoder import EventEncoder
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 
 from ...core.journal import is_done
 from ...models import Run, RunStatus
@@ -46,6 +48,7 @@ from .interrupts import NAMESPACE, pending_interrupts
 from .messages import snapshot_messages
 
 POLL_SECONDS = 0.15
+CHECK_BACK_OFF_TO = 2.0  # seconds between looks at a silent run's state, at most
 HEARTBEAT_SECONDS = 15.0  # an SSE comment while a run is silent keeps proxies open
 LOOK_BACK = 200  # records read at a time to find a rejoin's open text message
 _encoder = EventEncoder()
@@ -78,8 +81,8 @@ async def run_events(thread_id: str, run_id: str, cursor: int) -> AsyncIterator[
     mapper = EventMapper(thread_id)
     mapper.open_text = await _open_text(thread_id, cursor)
     yield sse([started(thread_id, run_id), *mapper.reopen()])
-    at_leg_end = cursor < 0 or await _is_leg_end(thread_id, cursor)
-    heard_at, checked_at, last = time.monotonic(), 0.0, cursor
+    at_leg_end = cursor >= 0 and await _is_leg_end(thread_id, cursor)
+    last, checks = cursor, _Checks()
     async for update in follow(thread_id, cursor, poll_seconds=POLL_SECONDS):
         if isinstance(update, Unavailable):
             message = f"The run's stream cannot be read now: {update.error}"
@@ -88,25 +91,48 @@ async def run_events(thread_id: str, run_id: str, cursor: int) -> AsyncIterator[
         for seq, data in update:
             last, at_leg_end = seq, is_done(data)
             events = mapper.end_text() if at_leg_end else mapper.map(seq, data)
-            closing = await _closing(thread_id, run_id, seq) if at_leg_end else []
-            if events or closing:
-                yield sse([*events, *closing], seq)
-            if closing or mapper.failed:
+            if events:
+                yield sse(events, seq)
+            if mapper.failed:
                 return
         if update:
-            heard_at = time.monotonic()
-            continue
-        if at_leg_end and last >= 0 and time.monotonic() - checked_at >= 1.0:
-            # Silent at a leg's end: the run may have paused there (a rejoin after
-            # the pause; a verdict that came and left nothing to continue).
-            checked_at = time.monotonic()
+            checks.heard()
+        if at_leg_end and checks.due():
             closing = await _closing(thread_id, run_id, last)
             if closing:
                 yield sse(closing, last)
                 return
-        if time.monotonic() - heard_at >= HEARTBEAT_SECONDS:
-            heard_at = time.monotonic()
+        if checks.silent_for(HEARTBEAT_SECONDS):
             yield ": waiting for the run\n\n"
+
+
+class _Checks:
+    """When a stream at a leg's end looks at the run again: at once, then backing off
+    to every :data:`CHECK_BACK_OFF_TO` seconds while nothing is journaled (a run
+    queued for a worker, or waiting between legs)."""
+
+    def __init__(self) -> None:
+        self.heard_at = self.checked_at = time.monotonic()
+        self.every = 0.0
+
+    def heard(self) -> None:
+        self.heard_at = time.monotonic()
+        self.every = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked_at < self.every:
+            return False
+        self.checked_at = now
+        self.every = min(max(2 * self.every, POLL_SECONDS), CHECK_BACK_OFF_TO)
+        return True
+
+    def silent_for(self, seconds: float) -> bool:
+        """Whether nothing was heard for ``seconds`` (then it counts as heard)."""
+        if time.monotonic() - self.heard_at < seconds:
+            return False
+        self.heard_at = time.monotonic()
+        return True
 
 
 async def _is_leg_end(thread_id: str, cursor: int) -> bool:
@@ -130,11 +156,25 @@ async def _open_text(thread_id: str, cursor: int) -> str | None:
     return None
 
 
-@sync_to_async
-def _closing(thread_id: str, run_id: str, seq: int) -> list[BaseEvent]:
-    """The events that end the AG-UI run at the leg end ``seq``, if the run paused or
-    ended there (``[]``: another leg follows)."""
-    run = Run.objects.roots().get(run_id=thread_id)
+async def _closing(thread_id: str, run_id: str, seq: int) -> list[BaseEvent]:
+    """The events that end the AG-UI run at the leg end ``seq``, if the run is at rest
+    there — no leg holds it, and nothing was journaled after ``seq`` — and paused or
+    ended (``[]``: another leg follows, or is still ending)."""
+    run = await sync_to_async(_at_rest)(thread_id)
+    if run is None or await get_journal().last_seq(thread_id) != seq:
+        return []
+    return await sync_to_async(_ending)(run, run_id, seq)
+
+
+def _at_rest(thread_id: str) -> Run | None:
+    """The thread's run, unless a leg holds its lease (and may journal more)."""
+    return (
+        Run.objects.roots().lease_free(timezone.now()).filter(run_id=thread_id).first()
+    )
+
+
+def _ending(run: Run, run_id: str, seq: int) -> list[BaseEvent]:
+    thread_id = run.run_id
     finished = RunFinishedEvent(thread_id=thread_id, run_id=run_id)
     if run.status == RunStatus.COMPLETED:
         finished.outcome = RunFinishedSuccessOutcome()
