@@ -66,6 +66,7 @@ DEUZ = {
         "steered": "tests.reliability.steering_agent.steered",
         "pair": "tests.django.quorum_agents.pair",
         "chain": "tests.django.quorum_agents.chain",
+        "agui_mailer": "tests.protocols.agents.mailer",
         **{
             name: f"tests.django.steering_agents.{name}"
             for name in (

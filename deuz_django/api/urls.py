@@ -16,6 +16,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from ..protocols.agui.views import agent_endpoint
 from ..streaming.sse import run_stream
 from . import audit, delegations, inputs, views
 from .docs import operation
@@ -36,6 +37,10 @@ SCHEMA_SETTINGS: dict[str, Any] = {
     "documentation).",
     "VERSION": "1",
     "PREPROCESSING_HOOKS": ["deuz_django.api.schema.only_deuz_endpoints"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "deuz_django.protocols.agui.schema.add_agui_endpoint",
+    ],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "deuz_django.models.RunStatus",
@@ -112,6 +117,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The Deuz UI wire v2 (SSE), for the original TypeScript client; see deuz_django.streaming.sse.
     path("runs/<str:run_id>/stream", run_stream, name="run-stream"),
     path("approvals/", views.ApprovalListView.as_view(), name="approval-list"),
+    # AG-UI 1.0 (SSE) for CopilotKit and other front ends; see deuz_django.protocols.agui.
+    path("agents/<str:name>/ag-ui/", agent_endpoint, name="agent-ag-ui"),
     path(
         "delegations/",
         delegations.DelegationsView.as_view(),

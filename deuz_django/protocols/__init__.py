@@ -1,1 +1,2 @@
-"""The open protocols the app speaks: AG-UI and A2A."""
+"""The open agent protocols the app speaks, each a surface over the run service: AG-UI
+and A2A."""

@@ -42,7 +42,7 @@ IDLE_CLOSE_SECONDS = (
 POLL_SECONDS = 0.15
 
 
-def _authenticate(request: HttpRequest) -> Any:
+def authenticate(request: HttpRequest) -> Any:
     """The user the API's own authentication classes find (anonymous if none does):
     the stream is part of the API, not of the project's DRF defaults."""
     drf_request = Request(
@@ -54,21 +54,21 @@ def _authenticate(request: HttpRequest) -> Any:
         return None
 
 
-def _refused(error: APIException) -> JsonResponse:
+def refused(error: APIException) -> JsonResponse:
     """A refusal in the API's one error shape and status."""
     return JsonResponse(error_body(error), status=error.status_code)
 
 
 async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
     if request.method != "GET":
-        return _refused(MethodNotAllowed(request.method or ""))
-    user = await sync_to_async(_authenticate)(request)
+        return refused(MethodNotAllowed(request.method or ""))
+    user = await sync_to_async(authenticate)(request)
     if not is_signed_in(user):
-        return _refused(NotAuthenticated())
+        return refused(NotAuthenticated())
     try:
         await Run.objects.avisible(user, run_id)
     except RunNotFound:
-        return _refused(NotFound())
+        return refused(NotFound())
     source = "Last-Event-ID" if "Last-Event-ID" in request.headers else "lastEventId"
     try:
         cursor = sse.parse_cursor(
@@ -76,7 +76,7 @@ async def run_stream(request: HttpRequest, run_id: str) -> HttpResponseBase:
         )
     except InvalidInputError as error:
         message = error.problem.message
-        return _refused(
+        return refused(
             InvalidRequest(
                 f"{source}: {message}.", errors=[{"field": source, "message": message}]
             )

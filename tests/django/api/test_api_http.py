@@ -211,7 +211,12 @@ def test_the_openapi_schema_is_served_valid_with_every_error_documented() -> Non
         f"{API}/approvals/",
         f"{API}/delegations/",
         f"{API}/delegations/{{delegationId}}/revoke/",
+        f"{API}/agents/{{name}}/ag-ui/",
     }
+    # The AG-UI endpoint streams AG-UI's own protocol (tests/protocols check it).
+    agui = paths.pop(f"{API}/agents/{{name}}/ag-ui/")["post"]
+    assert {"200", "400", "401", "404", "409"} <= set(agui["responses"])
+    assert "text/event-stream" in agui["responses"]["200"]["content"]
     for path, operations in paths.items():
         for method, operation in operations.items():
             codes = set(operation["responses"])
