@@ -22,7 +22,7 @@ from .standing import decisions_link
 
 
 @admin.register(Delegation)
-class DelegationAdmin(admin.ModelAdmin[Delegation]):
+class DelegationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("__str__", "period", "state", "note", "decided")
     list_filter = ("revoked_at",)
     search_fields = ("delegator__username", "delegate__username", "note")
